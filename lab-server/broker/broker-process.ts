@@ -1,0 +1,353 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { KafkaIqError } from '../core/errors.ts';
+import { BROKER_DIR, BROKER_LIB_DIR, STATE_DIR, displayPath } from '../core/paths.ts';
+import { retry } from '../core/retry.ts';
+import { createKafka } from '../kafka/client.ts';
+import { ensureBrokerJars } from './jars.ts';
+import { findJava } from './java.ts';
+
+export interface BrokerNode {
+  nodeId: number;
+  port: number;
+  controllerPort: number;
+}
+
+export interface BrokerOptions {
+  /** 1 for the teaching broker, 3 for the failover labs. */
+  nodes?: 1 | 3;
+  /** Port of the first broker; the others follow (9092, 9093, 9094). Controllers sit 10000 above. */
+  basePort?: number;
+  /** Folder for data and logs; defaults to .kafkaiq/broker-<nodes>n-<port>. */
+  dataDir?: string;
+  heapMb?: number;
+  log?: (line: string) => void;
+  /** How long a start may take before we give up and show the log. */
+  readyTimeoutMs?: number;
+}
+
+const CONTROLLER_OFFSET = 10_000;
+
+/**
+ * A real Apache Kafka (KRaft, broker+controller per node) run from the jars in broker/lib.
+ * Every JVM is started through ParentWatchLauncher with a pipe on stdin, so it shuts down when
+ * this process dies, however it dies.
+ */
+export class BrokerProcess {
+  readonly nodes: BrokerNode[];
+  readonly dataDir: string;
+  private readonly children = new Map<number, ChildProcess>();
+  private readonly heapMb: number;
+  private readonly log: (line: string) => void;
+  private readonly readyTimeoutMs: number;
+
+  constructor(options: BrokerOptions = {}) {
+    const count = options.nodes ?? 1;
+    const basePort = options.basePort ?? 9092;
+    this.nodes = Array.from({ length: count }, (_, i) => ({
+      nodeId: i + 1,
+      port: basePort + i,
+      controllerPort: basePort + i + CONTROLLER_OFFSET,
+    }));
+    this.dataDir = options.dataDir ?? path.join(STATE_DIR, `broker-${count}n-${basePort}`);
+    this.heapMb = options.heapMb ?? (count === 1 ? 512 : 384);
+    this.log = options.log ?? (() => {});
+    this.readyTimeoutMs = options.readyTimeoutMs ?? 90_000;
+  }
+
+  get brokers(): string[] {
+    return this.nodes.map((n) => `127.0.0.1:${n.port}`);
+  }
+
+  logPath(nodeId: number): string {
+    return path.join(this.dataDir, `node-${nodeId}.log`);
+  }
+
+  isRunning(nodeId?: number): boolean {
+    const ids = nodeId ? [nodeId] : this.nodes.map((n) => n.nodeId);
+    return ids.every((id) => {
+      const child = this.children.get(id);
+      return !!child && child.exitCode === null && child.signalCode === null;
+    });
+  }
+
+  /** Fetches jars if needed, formats on first start, starts every node and waits until usable. */
+  async start(): Promise<void> {
+    await ensureBrokerJars(this.log);
+    const java = findJava();
+    for (const node of this.nodes) await this.assertPortsFree(node);
+    this.formatIfNeeded(java.command);
+    for (const node of this.nodes) this.spawnNode(node, java.command);
+    await this.waitUntilReady();
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.nodes.map((n) => this.stopNode(n.nodeId)));
+  }
+
+  /** The grader's "broker bounce": a clean stop and start with the same data. */
+  async restart(): Promise<void> {
+    await this.stop();
+    const java = findJava();
+    for (const node of this.nodes) this.spawnNode(node, java.command);
+    await this.waitUntilReady();
+  }
+
+  async stopNode(nodeId: number, signal: NodeJS.Signals = 'SIGTERM', timeoutMs = 20_000): Promise<void> {
+    const child = this.children.get(nodeId);
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    child.kill(signal);
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    await exited;
+    clearTimeout(timer);
+  }
+
+  /** Starts one node again (after stopNode/kill) and waits until the cluster sees all nodes. */
+  async startNode(nodeId: number): Promise<void> {
+    const node = this.nodes.find((n) => n.nodeId === nodeId);
+    if (!node) throw new KafkaIqError('INVALID_INPUT', `No broker node ${nodeId}: nodes are ${this.nodes.map((n) => n.nodeId).join(', ')}.`);
+    if (this.isRunning(nodeId)) return;
+    await this.assertPortsFree(node);
+    this.spawnNode(node, findJava().command);
+    await this.waitUntilReady();
+  }
+
+  private async assertPortsFree(node: BrokerNode): Promise<void> {
+    for (const port of [node.port, node.controllerPort]) {
+      if (!(await portAnswers(port))) continue;
+      const kafka = port === node.port && (await isKafkaAt(`127.0.0.1:${port}`));
+      throw new KafkaIqError(
+        'PORT_TAKEN',
+        kafka
+          ? `A Kafka broker is already running on 127.0.0.1:${port}: stop it, or use it with KAFKA_BROKERS=127.0.0.1:${port}.`
+          : `Port ${port} on 127.0.0.1 is taken by another program (not Kafka): stop it ('lsof -i :${port}' shows which) or set KAFKA_BROKERS to an existing cluster.`,
+      );
+    }
+  }
+
+  private nodeDir(nodeId: number): string {
+    return path.join(this.dataDir, `node-${nodeId}`);
+  }
+
+  private configPath(nodeId: number): string {
+    return path.join(this.dataDir, `node-${nodeId}.properties`);
+  }
+
+  private formatIfNeeded(javaCommand: string): void {
+    fs.mkdirSync(this.dataDir, { recursive: true });
+    const clusterIdFile = path.join(this.dataDir, 'cluster-id');
+    if (!fs.existsSync(clusterIdFile)) fs.writeFileSync(clusterIdFile, randomBytes(16).toString('base64url'));
+    const clusterId = fs.readFileSync(clusterIdFile, 'utf8').trim();
+    for (const node of this.nodes) {
+      fs.writeFileSync(this.configPath(node.nodeId), this.serverProperties(node));
+      if (fs.existsSync(path.join(this.nodeDir(node.nodeId), 'meta.properties'))) continue;
+      const result = spawnSync(
+        javaCommand,
+        ['-cp', classpath(), 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', this.configPath(node.nodeId)],
+        { encoding: 'utf8' },
+      );
+      if (result.status !== 0) {
+        fs.writeFileSync(this.logPath(node.nodeId), `${result.stdout}\n${result.stderr}`);
+        throw new KafkaIqError(
+          'BROKER_START_FAILED',
+          `Formatting the Kafka log directory failed: see ${displayPath(this.logPath(node.nodeId))} (delete ${displayPath(this.dataDir)} to start afresh).`,
+        );
+      }
+    }
+  }
+
+  private serverProperties(node: BrokerNode): string {
+    const replicas = this.nodes.length;
+    const minIsr = replicas >= 3 ? 2 : 1;
+    const voters = this.nodes.map((n) => `${n.nodeId}@127.0.0.1:${n.controllerPort}`).join(',');
+    const props: Record<string, string | number> = {
+      'process.roles': 'broker,controller',
+      'node.id': node.nodeId,
+      'controller.quorum.voters': voters,
+      listeners: `PLAINTEXT://127.0.0.1:${node.port},CONTROLLER://127.0.0.1:${node.controllerPort}`,
+      'advertised.listeners': `PLAINTEXT://127.0.0.1:${node.port}`,
+      'controller.listener.names': 'CONTROLLER',
+      'inter.broker.listener.name': 'PLAINTEXT',
+      'listener.security.protocol.map': 'PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
+      'log.dirs': this.nodeDir(node.nodeId),
+      'num.partitions': 1,
+      'default.replication.factor': replicas,
+      'min.insync.replicas': minIsr,
+      // Topics are created by the lab runtime; a typo in a learner's topic name should fail loudly.
+      'auto.create.topics.enable': 'false',
+      'offsets.topic.replication.factor': replicas,
+      'offsets.topic.num.partitions': 10,
+      'transaction.state.log.replication.factor': replicas,
+      'transaction.state.log.min.isr': minIsr,
+      'transaction.state.log.num.partitions': 10,
+      // Teaching broker: groups form at once, and abandoned transactions are swept every few seconds.
+      'group.initial.rebalance.delay.ms': 0,
+      'group.min.session.timeout.ms': 2_000,
+      'transaction.abort.timed.out.transaction.cleanup.interval.ms': 2_000,
+      'transaction.remove.expired.transaction.cleanup.interval.ms': 60_000,
+      'num.network.threads': 2,
+      'num.io.threads': 4,
+      'background.threads': 4,
+      'log.retention.hours': 24,
+      'log.segment.bytes': 16 * 1024 * 1024,
+      'share.coordinator.state.topic.replication.factor': replicas,
+      'share.coordinator.state.topic.min.isr': minIsr,
+    };
+    return Object.entries(props).map(([k, v]) => `${k}=${v}`).join('\n') + '\n';
+  }
+
+  private spawnNode(node: BrokerNode, javaCommand: string): void {
+    const logFile = this.logPath(node.nodeId);
+    const out = fs.openSync(logFile, 'a');
+    fs.writeSync(out, `\n===== ${new Date().toISOString()} starting node ${node.nodeId} =====\n`);
+    const child = spawn(
+      javaCommand,
+      [
+        `-Xms${Math.min(256, this.heapMb)}m`,
+        `-Xmx${this.heapMb}m`,
+        '-XX:+UseSerialGC',
+        '-XX:TieredStopAtLevel=1',
+        '-Djava.awt.headless=true',
+        `-Dlog4j2.configurationFile=${path.join(BROKER_DIR, 'log4j2.xml')}`,
+        '-cp',
+        classpath(),
+        'dev.kafkaiq.broker.ParentWatchLauncher',
+        'kafka.Kafka',
+        this.configPath(node.nodeId),
+      ],
+      // stdin stays an open pipe that we never write: its EOF is the JVM's signal that we died.
+      { stdio: ['pipe', out, out] },
+    );
+    fs.closeSync(out);
+    child.on('error', () => {});
+    this.children.set(node.nodeId, child);
+  }
+
+  private async waitUntilReady(): Promise<void> {
+    const deadline = Date.now() + this.readyTimeoutMs;
+    const kafka = createKafka(this.brokers, 'kafkaiq-ready', { connectionTimeout: 1_000, retry: { retries: 0 } });
+    const admin = kafka.admin();
+    try {
+      for (;;) {
+        for (const node of this.nodes) this.assertAlive(node.nodeId);
+        if (Date.now() > deadline) {
+          throw new KafkaIqError(
+            'BROKER_START_FAILED',
+            `Kafka did not become ready within ${Math.round(this.readyTimeoutMs / 1000)} s: see ${displayPath(this.logPath(1))}.`,
+          );
+        }
+        try {
+          await admin.connect();
+          const cluster = await admin.describeCluster();
+          if (cluster.brokers.length === this.nodes.length && cluster.controller !== null) break;
+        } catch {
+          // not up yet
+        }
+        await sleep(250);
+      }
+      await this.warmUpCoordinators();
+    } finally {
+      await admin.disconnect().catch(() => {});
+    }
+  }
+
+  /**
+   * A fresh broker answers metadata before its group and transaction coordinators have loaded.
+   * Touch both now so a learner's first initTransactions/sendOffsets does not meet
+   * COORDINATOR_LOAD_IN_PROGRESS (kafkajs does not retry TxnOffsetCommit on it).
+   */
+  private async warmUpCoordinators(): Promise<void> {
+    const kafka = createKafka(this.brokers, 'kafkaiq-warmup');
+    const admin = kafka.admin();
+    const producer = kafka.producer({ transactionalId: 'kafkaiq-warmup', idempotent: true, maxInFlightRequests: 1 });
+    try {
+      await retry(
+        async () => {
+          await admin.connect();
+          await admin.fetchOffsets({ groupId: 'kafkaiq-warmup', topics: [] });
+          await producer.connect();
+          const txn = await producer.transaction();
+          await txn.sendOffsets({ consumerGroupId: 'kafkaiq-warmup', topics: [] });
+          await txn.abort();
+        },
+        { retries: 40, minDelayMs: 250, maxDelayMs: 1_000 },
+      );
+    } finally {
+      await producer.disconnect().catch(() => {});
+      await admin.disconnect().catch(() => {});
+    }
+  }
+
+  private assertAlive(nodeId: number): void {
+    const child = this.children.get(nodeId);
+    if (!child || (child.exitCode === null && child.signalCode === null)) return;
+    const logFile = this.logPath(nodeId);
+    const tail = readTail(logFile);
+    const portInUse = /Address already in use/.test(tail);
+    throw new KafkaIqError(
+      portInUse ? 'PORT_TAKEN' : 'BROKER_START_FAILED',
+      portInUse
+        ? `Kafka node ${nodeId} could not bind its port (already in use): stop the other program or set KAFKA_BROKERS. Log: ${displayPath(logFile)}`
+        : `Kafka node ${nodeId} exited during start (code ${child.exitCode ?? child.signalCode}): see ${displayPath(logFile)}${lastErrorLine(tail)}`,
+    );
+  }
+}
+
+function classpath(): string {
+  return path.join(BROKER_LIB_DIR, '*');
+}
+
+function readTail(file: string, bytes = 8_192): string {
+  try {
+    const fd = fs.openSync(file, 'r');
+    const size = fs.fstatSync(fd).size;
+    const buf = Buffer.alloc(Math.min(bytes, size));
+    fs.readSync(fd, buf, 0, buf.length, size - buf.length);
+    fs.closeSync(fd);
+    return buf.toString('utf8');
+  } catch {
+    return '';
+  }
+}
+
+function lastErrorLine(text: string): string {
+  const line = text.split('\n').reverse().find((l) => /ERROR|Exception/.test(l));
+  return line ? ` (${line.trim().slice(0, 200)})` : '';
+}
+
+/** True when something accepts TCP connections on 127.0.0.1:port. */
+export function portAnswers(port: number, host = '127.0.0.1'): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ port, host });
+    const done = (answer: boolean) => {
+      socket.destroy();
+      resolve(answer);
+    };
+    socket.setTimeout(1_000, () => done(false));
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+  });
+}
+
+/** True when a Kafka broker answers metadata at the address. */
+export async function isKafkaAt(address: string, timeoutMs = 3_000): Promise<boolean> {
+  const admin = createKafka([address], 'kafkaiq-probe', {
+    connectionTimeout: timeoutMs,
+    requestTimeout: timeoutMs,
+    retry: { retries: 0 },
+  }).admin();
+  try {
+    await admin.connect();
+    await admin.describeCluster();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await admin.disconnect().catch(() => {});
+  }
+}

@@ -1,0 +1,124 @@
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { KafkaIqError } from '../core/errors.ts';
+import { BrokerProcess, type BrokerOptions, isKafkaAt } from './broker-process.ts';
+
+/**
+ * What the grader may do to the brokers. Only available when a KafkaIQ process started them
+ * (here or in another terminal); a cluster named by KAFKA_BROKERS is never touched.
+ */
+export interface BrokerControl {
+  nodeIds(): Promise<number[]>;
+  /** Clean stop and start of every node, waiting until the cluster is usable again. */
+  restart(): Promise<void>;
+  killNode(nodeId: number): Promise<void>;
+  startNode(nodeId: number): Promise<void>;
+}
+
+export interface KafkaCluster {
+  brokers: string[];
+  /** How we got it, for the start-up message. */
+  origin: 'external' | 'reused' | 'started';
+  control: BrokerControl | null;
+  close(): Promise<void>;
+}
+
+export function localControl(broker: BrokerProcess): BrokerControl {
+  return {
+    nodeIds: async () => broker.nodes.map((n) => n.nodeId),
+    restart: () => broker.restart(),
+    killNode: (id) => broker.stopNode(id, 'SIGKILL'),
+    startNode: (id) => broker.startNode(id),
+  };
+}
+
+function controlFile(broker: BrokerProcess): string {
+  return path.join(broker.dataDir, 'control.json');
+}
+
+/**
+ * Lets other KafkaIQ processes (the lab server, the test workers) inject broker faults into a
+ * broker this process owns: a loopback-only HTTP endpoint whose port is written next to the data.
+ */
+export async function serveControl(broker: BrokerProcess): Promise<() => Promise<void>> {
+  const control = localControl(broker);
+  const server = http.createServer((req, res) => {
+    const match = /^\/(restart|nodes\/(\d+)\/(kill|start))$/.exec(req.url ?? '');
+    if (req.method !== 'POST' || !match) {
+      res.writeHead(404).end();
+      return;
+    }
+    const action = match[1] === 'restart' ? control.restart() : match[3] === 'kill' ? control.killNode(Number(match[2])) : control.startNode(Number(match[2]));
+    action.then(
+      () => res.writeHead(204).end(),
+      (err: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(String(err instanceof Error ? err.message : err)),
+    );
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  fs.writeFileSync(controlFile(broker), JSON.stringify({ port, pid: process.pid, brokers: broker.brokers, nodeIds: broker.nodes.map((n) => n.nodeId) }));
+  return async () => {
+    fs.rmSync(controlFile(broker), { force: true });
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  };
+}
+
+function remoteControl(file: string): BrokerControl | null {
+  let info: { port: number; pid: number; nodeIds: number[] };
+  try {
+    info = JSON.parse(fs.readFileSync(file, 'utf8'));
+    process.kill(info.pid, 0);
+  } catch {
+    return null;
+  }
+  const post = async (route: string) => {
+    const res = await fetch(`http://127.0.0.1:${info.port}${route}`, { method: 'POST' });
+    if (!res.ok) throw new KafkaIqError('BROKER_UNREACHABLE', `Broker control failed: ${await res.text()}`);
+  };
+  return {
+    nodeIds: async () => info.nodeIds,
+    restart: () => post('/restart'),
+    killNode: (id) => post(`/nodes/${id}/kill`),
+    startNode: (id) => post(`/nodes/${id}/start`),
+  };
+}
+
+/**
+ * The one way every entry point gets a Kafka: KAFKA_BROKERS if set; otherwise a KafkaIQ broker
+ * already running on the default port; otherwise a new one owned by this process.
+ */
+export async function connectCluster(options: BrokerOptions & { startIfMissing?: boolean } = {}): Promise<KafkaCluster> {
+  const external = process.env.KAFKA_BROKERS?.trim();
+  if (external) {
+    const brokers = external.split(',').map((b) => b.trim()).filter(Boolean);
+    if (!(await isKafkaAt(brokers[0]!))) {
+      throw new KafkaIqError(
+        'BROKER_UNREACHABLE',
+        `No Kafka answers at KAFKA_BROKERS=${external}: start that cluster, or unset KAFKA_BROKERS to let KafkaIQ start its own broker.`,
+      );
+    }
+    const shared = new BrokerProcess(options);
+    const control = brokers.join(',') === shared.brokers.join(',') ? remoteControl(controlFile(shared)) : null;
+    return { brokers, origin: 'external', control, close: async () => {} };
+  }
+  const broker = new BrokerProcess(options);
+  if (await isKafkaAt(broker.brokers[0]!)) {
+    return { brokers: broker.brokers, origin: 'reused', control: remoteControl(controlFile(broker)), close: async () => {} };
+  }
+  if (options.startIfMissing === false) {
+    throw new KafkaIqError('BROKER_UNREACHABLE', `No Kafka at ${broker.brokers[0]}: run 'npm run broker' or set KAFKA_BROKERS.`);
+  }
+  await broker.start();
+  const stopServing = await serveControl(broker);
+  return {
+    brokers: broker.brokers,
+    origin: 'started',
+    control: localControl(broker),
+    close: async () => {
+      await stopServing();
+      await broker.stop();
+    },
+  };
+}

@@ -1,0 +1,69 @@
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { KafkaIqError } from '../core/errors.ts';
+import { BROKER_DIR, BROKER_LIB_DIR } from '../core/paths.ts';
+import { findJava } from './java.ts';
+
+const STAMP = path.join(BROKER_LIB_DIR, '.pom-sha256');
+
+function pomDigest(): string {
+  const pom = fs.readFileSync(path.join(BROKER_DIR, 'pom.xml'));
+  const launcher = fs.readFileSync(path.join(BROKER_DIR, 'src/main/java/dev/kafkaiq/broker/ParentWatchLauncher.java'));
+  return createHash('sha256').update(pom).update(launcher).digest('hex');
+}
+
+export function brokerJarsReady(): boolean {
+  try {
+    return fs.readFileSync(STAMP, 'utf8').trim() === pomDigest();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Fetches Kafka's jars from Maven Central once (through the Maven wrapper, so only Java is
+ * needed) and builds the launcher. Later calls return at once: the stamp records which pom
+ * the jars came from, so editing the pom triggers a fresh fetch.
+ */
+export async function ensureBrokerJars(log: (line: string) => void = () => {}): Promise<{ fetched: boolean; ms: number }> {
+  if (brokerJarsReady()) return { fetched: false, ms: 0 };
+  const java = findJava();
+  const started = Date.now();
+  log('Fetching Apache Kafka jars from Maven Central (first run only, about 55 MB)...');
+  fs.rmSync(BROKER_LIB_DIR, { recursive: true, force: true });
+  const isWindows = process.platform === 'win32';
+  const wrapper = path.join(BROKER_DIR, isWindows ? 'mvnw.cmd' : 'mvnw');
+  const env = { ...process.env };
+  if (java.command !== 'java') env.JAVA_HOME = path.dirname(path.dirname(java.command));
+  const output: string[] = [];
+  const code = await new Promise<number>((resolve, reject) => {
+    const child = spawn(wrapper, ['-B', '-q', '-f', path.join(BROKER_DIR, 'pom.xml'), 'package'], {
+      cwd: BROKER_DIR,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      shell: isWindows,
+    });
+    const collect = (chunk: Buffer) => output.push(chunk.toString());
+    child.stdout.on('data', collect);
+    child.stderr.on('data', collect);
+    child.on('error', reject);
+    child.on('close', (c) => resolve(c ?? 1));
+  });
+  if (code !== 0) {
+    const text = output.join('');
+    const logFile = path.join(BROKER_DIR, 'target', 'fetch.log');
+    fs.mkdirSync(path.dirname(logFile), { recursive: true });
+    fs.writeFileSync(logFile, text);
+    const offline = /UnknownHost|Could not transfer|Connection refused|Network is unreachable|Failed to fetch|curl|wget|timed out/i.test(text);
+    throw new KafkaIqError(
+      'JAR_FETCH_FAILED',
+      offline
+        ? `Could not download Kafka from Maven Central (network unreachable?): check your connection or proxy (MAVEN_OPTS), or set KAFKA_BROKERS to an existing cluster. Log: broker/target/fetch.log`
+        : `Building the broker classpath failed (Maven exit ${code}): see broker/target/fetch.log`,
+    );
+  }
+  fs.writeFileSync(STAMP, pomDigest() + '\n');
+  return { fetched: true, ms: Date.now() - started };
+}

@@ -1,0 +1,148 @@
+import { createRequire } from 'node:module';
+import type { Kafka, KafkaMessage } from 'kafkajs';
+
+// kafkajs's admin lists offsets read_uncommitted only (the high watermark). The last stable
+// offset needs a ListOffsets request with isolation_level=1, which its internal Cluster can send.
+// kafkajs is pinned to 2.2.4, so these internal paths are stable for us.
+const require = createRequire(import.meta.url);
+const Cluster = require('kafkajs/src/cluster/index.js');
+const { createLogger, LEVELS } = require('kafkajs/src/loggers/index.js');
+const socketFactory = require('kafkajs/src/network/socketFactory.js');
+
+const READ_COMMITTED = 1;
+const READ_UNCOMMITTED = 0;
+
+export interface PartitionOffsets {
+  partition: number;
+  /** First offset still in the log. */
+  logStart: number;
+  /** Last stable offset: read_committed readers stop here while a transaction is open. */
+  lso: number;
+  /** High watermark: end of the log for read_uncommitted readers. */
+  hwm: number;
+}
+
+export async function partitionOffsets(brokers: string[], topic: string): Promise<PartitionOffsets[]> {
+  const lists = async (isolationLevel: number, fromBeginning: boolean) => {
+    const cluster = new Cluster({
+      logger: createLogger({ level: LEVELS.NOTHING, logCreator: () => () => {} }),
+      socketFactory: socketFactory(),
+      brokers,
+      clientId: 'kafkaiq-offsets',
+      connectionTimeout: 3_000,
+      isolationLevel,
+      retry: { retries: 5 },
+    });
+    await cluster.connect();
+    try {
+      await cluster.addTargetTopic(topic);
+      await cluster.refreshMetadataIfNecessary();
+      const partitions = cluster.findTopicPartitionMetadata(topic).map((p: { partitionId: number }) => ({ partition: p.partitionId }));
+      const [result] = await cluster.fetchTopicsOffset([{ topic, fromBeginning, partitions }]);
+      return new Map<number, number>(result.partitions.map((p: { partition: number; offset: string }) => [p.partition, Number(p.offset)]));
+    } finally {
+      await cluster.disconnect();
+    }
+  };
+  const [start, lso, hwm] = await Promise.all([lists(READ_UNCOMMITTED, true), lists(READ_COMMITTED, false), lists(READ_UNCOMMITTED, false)]);
+  return [...hwm.keys()].sort((a, b) => a - b).map((partition) => ({
+    partition,
+    logStart: start.get(partition) ?? 0,
+    lso: lso.get(partition) ?? 0,
+    hwm: hwm.get(partition) ?? 0,
+  }));
+}
+
+export interface ReadRecord {
+  topic: string;
+  partition: number;
+  offset: number;
+  key: string | null;
+  value: string | null;
+  headers: Record<string, string>;
+  timestamp: number;
+}
+
+export interface ReadOptions {
+  isolation: 'read_committed' | 'read_uncommitted';
+  /** Give up waiting for the end after this long (an open transaction blocks read_committed). */
+  timeoutMs?: number;
+  /** Stop at these offsets instead of the current LSO/HWM (per partition). */
+  endOffsets?: Map<number, number>;
+}
+
+export interface ReadResult {
+  records: ReadRecord[];
+  /** True when every partition was read to its end; false when the time limit cut it short. */
+  complete: boolean;
+}
+
+function toRecord(topic: string, partition: number, m: KafkaMessage): ReadRecord {
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(m.headers ?? {})) if (v !== undefined) headers[k] = Buffer.isBuffer(v) ? v.toString() : String(v);
+  return {
+    topic,
+    partition,
+    offset: Number(m.offset),
+    key: m.key ? m.key.toString() : null,
+    value: m.value ? m.value.toString() : null,
+    headers,
+    timestamp: Number(m.timestamp),
+  };
+}
+
+/**
+ * Reads a whole topic, from the log start to its end as seen by the chosen isolation level, with
+ * a throwaway consumer group. Positions advance through control records and aborted data too
+ * (kafkajs reports those batches as filtered), so reaching the end is detected exactly.
+ */
+export async function readTopic(kafka: Kafka, brokers: string[], topic: string, options: ReadOptions): Promise<ReadResult> {
+  const committed = options.isolation === 'read_committed';
+  const ends =
+    options.endOffsets ??
+    new Map((await partitionOffsets(brokers, topic)).map((p) => [p.partition, committed ? p.lso : p.hwm] as const));
+  const position = new Map<number, number>();
+  const records: ReadRecord[] = [];
+  const reached = () => [...ends].every(([p, end]) => (position.get(p) ?? 0) >= end);
+  if (reached()) return { records, complete: true };
+
+  const consumer = kafka.consumer({
+    groupId: `kafkaiq-reader-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`,
+    readUncommitted: !committed,
+    sessionTimeout: 6_000,
+    heartbeatInterval: 1_000,
+    maxWaitTimeInMs: 200,
+  });
+  let finish: () => void = () => {};
+  const done = new Promise<void>((resolve) => (finish = resolve));
+  const advance = (partition: number, next: number) => {
+    if (next > (position.get(partition) ?? 0)) position.set(partition, next);
+    if (reached()) finish();
+  };
+  consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
+    if (payload.topic === topic && payload.lastOffset !== null) advance(payload.partition, Number(payload.lastOffset) + 1);
+  });
+  try {
+    await consumer.connect();
+    await consumer.subscribe({ topic, fromBeginning: true });
+    await consumer.run({
+      autoCommit: false,
+      eachBatch: async ({ batch }) => {
+        for (const m of batch.messages) {
+          const offset = Number(m.offset);
+          const end = ends.get(batch.partition) ?? 0;
+          if (offset < end) records.push(toRecord(topic, batch.partition, m));
+        }
+        if (batch.messages.length) advance(batch.partition, Number(batch.messages[batch.messages.length - 1]!.offset) + 1);
+      },
+    });
+    const timedOut = await Promise.race([
+      done.then(() => false),
+      new Promise<boolean>((resolve) => setTimeout(() => resolve(true), options.timeoutMs ?? 15_000).unref()),
+    ]);
+    records.sort((a, b) => a.partition - b.partition || a.offset - b.offset);
+    return { records, complete: !timedOut };
+  } finally {
+    await consumer.disconnect().catch(() => {});
+  }
+}
