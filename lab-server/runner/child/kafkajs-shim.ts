@@ -1,0 +1,177 @@
+/**
+ * Stands in for `kafkajs` inside a learner's program (the bundler aliases the import). It is the
+ * real kafkajs with three additions:
+ *  - the lab's kafkajs defaults, applied only where the learner set nothing;
+ *  - a report to the runner before and after each send / sendOffsets / commit / abort /
+ *    commitOffsets, which lets the grader stop the program at an exact crash point;
+ *  - exit when the runner goes away, so no learner process outlives the grader.
+ */
+import * as real from 'kafkajs-real';
+import type { ArmAction, ChildEvent, InstrumentedOp, RunnerCommand } from './protocol.ts';
+import { DEFAULTS_ENV } from './protocol.ts';
+import type { CrashPoint } from '../../../src/shared/report.ts';
+
+type Any = any; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+const defaults: { consumer?: Record<string, unknown>; producer?: Record<string, unknown> } = JSON.parse(process.env[DEFAULTS_ENV] ?? '{}');
+
+let armed: { point: CrashPoint; action: ArmAction; remaining: number } | null = null;
+let releasePaused: (() => void) | null = null;
+const send = (event: ChildEvent) => {
+  if (process.connected) process.send!(event);
+};
+
+if (process.send) {
+  process.on('message', (msg: RunnerCommand) => {
+    if (msg.t === 'arm') armed = { point: msg.point, action: msg.action, remaining: msg.occurrence };
+    else if (msg.t === 'disarm') armed = null;
+    else if (msg.t === 'continue') {
+      releasePaused?.();
+      releasePaused = null;
+    }
+  });
+  // The IPC channel closes when the runner dies: follow it at once.
+  process.on('disconnect', () => process.exit(70));
+  // Keep the channel from holding the program open on its own.
+  (process as Any).channel?.unref?.();
+}
+
+class InjectedBrokerError extends real.KafkaJSError {
+  constructor() {
+    super('This server is not the leader for that topic-partition (injected by the grader: a leader moved)', { retriable: true });
+    this.name = 'KafkaJSProtocolError';
+    (this as Any).type = 'NOT_LEADER_FOR_PARTITION';
+  }
+}
+
+async function checkpoint(point: CrashPoint, txnOpen: boolean, records?: number): Promise<void> {
+  send({ t: 'call', point, txnOpen, records });
+  if (!armed || armed.point !== point) return;
+  if (--armed.remaining > 0) return;
+  const { action } = armed;
+  armed = null;
+  send({ t: 'hit', point, action, txnOpen });
+  if (action === 'error') throw new InjectedBrokerError();
+  if (action === 'kill') await new Promise(() => {}); // the runner sends SIGKILL
+  if (action === 'pause') await new Promise<void>((resolve) => (releasePaused = resolve));
+}
+
+function countRecords(args: Any[]): number | undefined {
+  const a = args[0];
+  if (a?.messages) return a.messages.length;
+  if (a?.topicMessages) return a.topicMessages.reduce((n: number, t: Any) => n + (t.messages?.length ?? 0), 0);
+  return undefined;
+}
+
+function instrument(target: Any, method: string, op: InstrumentedOp, txnOpen: () => boolean, after?: (ok: boolean) => void) {
+  const original = target[method];
+  if (typeof original !== 'function') return;
+  target[method] = async (...args: Any[]) => {
+    const records = op === 'send' ? countRecords(args) : undefined;
+    await checkpoint(`before:${op}` as CrashPoint, txnOpen(), records);
+    let result;
+    try {
+      result = await original.apply(target, args);
+    } catch (err) {
+      after?.(false);
+      send({ t: 'failed', op, txnOpen: txnOpen(), error: String((err as Error)?.message ?? err).slice(0, 300) });
+      throw err;
+    }
+    after?.(true);
+    await checkpoint(`after:${op}` as CrashPoint, txnOpen(), records);
+    return result;
+  };
+}
+
+function wrapProducer(producer: Any): Any {
+  let openTransactions = 0;
+  const plainOpen = () => openTransactions > 0;
+  instrument(producer, 'send', 'send', plainOpen);
+  instrument(producer, 'sendBatch', 'send', plainOpen);
+  const transaction = producer.transaction.bind(producer);
+  producer.transaction = async () => {
+    const txn = await transaction();
+    let open = true;
+    openTransactions++;
+    const isOpen = () => open;
+    const close = (ok: boolean) => {
+      if (ok && open) {
+        open = false;
+        openTransactions--;
+      }
+    };
+    instrument(txn, 'send', 'send', isOpen);
+    instrument(txn, 'sendBatch', 'send', isOpen);
+    instrument(txn, 'sendOffsets', 'sendOffsets', isOpen);
+    instrument(txn, 'commit', 'commit', isOpen, close);
+    instrument(txn, 'abort', 'abort', isOpen, close);
+    return txn;
+  };
+  return producer;
+}
+
+function wrapConsumer(consumer: Any): Any {
+  instrument(consumer, 'commitOffsets', 'commitOffsets', () => false);
+  return consumer;
+}
+
+export class Kafka extends (real.Kafka as Any) {
+  constructor(config: Any) {
+    super({ logLevel: real.logLevel.WARN, ...config });
+  }
+  producer(config: Any = {}) {
+    return wrapProducer(super.producer({ ...defaults.producer, ...config }));
+  }
+  consumer(config: Any = {}) {
+    return wrapConsumer(super.consumer({ ...defaults.consumer, ...config }));
+  }
+}
+
+// Everything else kafkajs exports, unchanged.
+export const {
+  PartitionAssigners,
+  AssignerProtocol,
+  Partitioners,
+  logLevel,
+  CompressionTypes,
+  CompressionCodecs,
+  ConfigResourceTypes,
+  AclResourceTypes,
+  AclOperationTypes,
+  AclPermissionTypes,
+  ResourcePatternTypes,
+  ConfigSource,
+  KafkaJSError,
+  KafkaJSNonRetriableError,
+  KafkaJSPartialMessageError,
+  KafkaJSBrokerNotFound,
+  KafkaJSProtocolError,
+  KafkaJSConnectionError,
+  KafkaJSConnectionClosedError,
+  KafkaJSRequestTimeoutError,
+  KafkaJSSASLAuthenticationError,
+  KafkaJSNumberOfRetriesExceeded,
+  KafkaJSOffsetOutOfRange,
+  KafkaJSMemberIdRequired,
+  KafkaJSGroupCoordinatorNotFound,
+  KafkaJSNotImplemented,
+  KafkaJSMetadataNotLoaded,
+  KafkaJSTopicMetadataNotLoaded,
+  KafkaJSStaleTopicMetadataAssignment,
+  KafkaJSDeleteGroupsError,
+  KafkaJSTimeout,
+  KafkaJSLockTimeout,
+  KafkaJSServerDoesNotSupportApiKey,
+  KafkaJSUnsupportedMagicByteInMessageSet,
+  KafkaJSDeleteTopicRecordsError,
+  KafkaJSInvariantViolation,
+  KafkaJSInvalidVarIntError,
+  KafkaJSInvalidLongError,
+  KafkaJSCreateTopicError,
+  KafkaJSAggregateError,
+  KafkaJSFetcherRebalanceError,
+  KafkaJSNoBrokerAvailableError,
+  KafkaJSAlterPartitionReassignmentsError,
+} = real as Any;
+
+export default { ...(real as Any), Kafka };

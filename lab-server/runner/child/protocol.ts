@@ -1,0 +1,26 @@
+/**
+ * IPC between the runner and the kafkajs wrapper inside a learner's process. Kept tiny: one
+ * message per instrumented kafkajs call, so the wrapper costs microseconds, not milliseconds.
+ */
+import type { CrashPoint } from '../../../src/shared/report.ts';
+
+export type InstrumentedOp = 'send' | 'sendOffsets' | 'commit' | 'abort' | 'commitOffsets';
+
+/** child -> runner */
+export type ChildEvent =
+  | { t: 'call'; point: CrashPoint; txnOpen: boolean; records?: number }
+  | { t: 'failed'; op: InstrumentedOp; txnOpen: boolean; error: string }
+  /** An armed crash point was reached; for 'kill' and 'pause' the call waits for the runner. */
+  | { t: 'hit'; point: CrashPoint; action: ArmAction; txnOpen: boolean };
+
+export type ArmAction = 'kill' | 'pause' | 'stop' | 'error';
+
+/** runner -> child */
+export type RunnerCommand =
+  | { t: 'arm'; point: CrashPoint; action: ArmAction; occurrence: number }
+  | { t: 'disarm' }
+  /** Sent with SIGCONT to a paused instance: let the held call go on. */
+  | { t: 'continue' };
+
+/** The env variable through which the runtime passes the lab's kafkajs defaults. */
+export const DEFAULTS_ENV = 'KAFKAIQ_KAFKAJS_DEFAULTS';

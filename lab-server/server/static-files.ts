@@ -1,0 +1,130 @@
+/**
+ * Serves the built course site (dist/) the way a static host would: content types, index.html
+ * for folders, the site's own 404 page, long caching for Astro's hashed assets, gzip for text.
+ * Paths are checked before touching the disk, so nothing outside the site folder is reachable.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import zlib from 'node:zlib';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+const CONTENT_TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.json': 'application/json; charset=utf-8',
+  '.map': 'application/json; charset=utf-8',
+  '.txt': 'text/plain; charset=utf-8',
+  '.xml': 'application/xml; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.jpg': 'image/jpeg',
+  '.jpeg': 'image/jpeg',
+  '.gif': 'image/gif',
+  '.webp': 'image/webp',
+  '.avif': 'image/avif',
+  '.ico': 'image/x-icon',
+  '.woff': 'font/woff',
+  '.woff2': 'font/woff2',
+  '.ttf': 'font/ttf',
+  '.wasm': 'application/wasm',
+  '.webmanifest': 'application/manifest+json',
+};
+const COMPRESSIBLE = /^(text\/|application\/(json|javascript|xml|manifest\+json)|image\/svg\+xml)/;
+/** Astro puts content-hashed bundles here: their URL changes whenever their bytes do. */
+const HASHED_ASSET_PREFIX = '/_astro/';
+
+export type StaticHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+
+export function createStaticHandler(staticDir: string): StaticHandler {
+  const root = path.resolve(staticDir);
+
+  return async (req, res) => {
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { Allow: 'GET, HEAD', 'Content-Type': 'text/plain; charset=utf-8' }).end('Method not allowed\n');
+      return;
+    }
+    const urlPath = safeUrlPath(req.url ?? '/');
+    if (urlPath === null) {
+      res.writeHead(400, { 'Content-Type': 'text/plain; charset=utf-8' }).end('Bad request path\n');
+      return;
+    }
+    const target = await resolveFile(root, urlPath);
+    if (target.kind === 'redirect') {
+      const query = (req.url ?? '').includes('?') ? (req.url ?? '').slice((req.url ?? '').indexOf('?')) : '';
+      res.writeHead(301, { Location: target.location + query }).end();
+      return;
+    }
+    if (target.kind === 'missing') {
+      const notFound = path.join(root, '404.html');
+      await sendFile(req, res, fs.existsSync(notFound) ? notFound : null, 404, 'no-cache');
+      return;
+    }
+    const cache = urlPath.startsWith(HASHED_ASSET_PREFIX) ? 'public, max-age=31536000, immutable' : 'no-cache';
+    await sendFile(req, res, target.file, 200, cache);
+  };
+}
+
+/**
+ * The decoded path of a request URL, or null when it could escape the site folder or is not a
+ * path at all. Done on the raw request target: `new URL()` would quietly collapse `/../x` to `/x`.
+ */
+export function safeUrlPath(requestTarget: string): string | null {
+  const raw = requestTarget.split(/[?#]/, 1)[0] ?? '';
+  if (!raw.startsWith('/')) return null;
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(raw);
+  } catch {
+    return null;
+  }
+  if (decoded.includes('\0') || decoded.includes('\\')) return null;
+  if (decoded.split('/').some((segment) => segment === '..' || segment === '.')) return null;
+  return decoded;
+}
+
+type Resolved = { kind: 'file'; file: string } | { kind: 'redirect'; location: string } | { kind: 'missing' };
+
+async function resolveFile(root: string, urlPath: string): Promise<Resolved> {
+  const candidate = path.join(root, urlPath);
+  // Belt and braces after safeUrlPath: the joined path must stay inside the root.
+  if (candidate !== root && !candidate.startsWith(root + path.sep)) return { kind: 'missing' };
+  const stat = await fs.promises.stat(candidate).catch(() => null);
+  if (stat?.isFile()) return { kind: 'file', file: candidate };
+  if (stat?.isDirectory()) {
+    // Pages link with a trailing slash; relative links inside index.html need it too.
+    if (!urlPath.endsWith('/')) return { kind: 'redirect', location: encodeURI(urlPath + '/') };
+    const index = path.join(candidate, 'index.html');
+    if ((await fs.promises.stat(index).catch(() => null))?.isFile()) return { kind: 'file', file: index };
+  }
+  return { kind: 'missing' };
+}
+
+async function sendFile(req: IncomingMessage, res: ServerResponse, file: string | null, status: number, cacheControl: string) {
+  if (file === null) {
+    res.writeHead(status, { 'Content-Type': 'text/plain; charset=utf-8' }).end('Not found\n');
+    return;
+  }
+  const stat = await fs.promises.stat(file);
+  const type = CONTENT_TYPES[path.extname(file).toLowerCase()] ?? 'application/octet-stream';
+  const gzip = COMPRESSIBLE.test(type) && stat.size > 1024 && /\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''));
+  const headers: Record<string, string | number> = {
+    'Content-Type': type,
+    'Cache-Control': cacheControl,
+    'Last-Modified': stat.mtime.toUTCString(),
+    'X-Content-Type-Options': 'nosniff',
+    Vary: 'Accept-Encoding',
+  };
+  if (gzip) headers['Content-Encoding'] = 'gzip';
+  else headers['Content-Length'] = stat.size;
+  res.writeHead(status, headers);
+  if (req.method === 'HEAD') {
+    res.end();
+    return;
+  }
+  const source = fs.createReadStream(file);
+  // A client that goes away mid-download is normal, not a server error.
+  await (gzip ? pipeline(source, zlib.createGzip(), res) : pipeline(source, res)).catch(() => {});
+}

@@ -1,0 +1,250 @@
+/**
+ * The WebSocket protocol between the workbench island and the lab server: one schema per
+ * message, validated on both ends with parseWithFriendlyErrors.
+ */
+import { z } from 'zod';
+import { ERROR_CODES } from './errors.ts';
+import { labIdSchema } from './lab.ts';
+import { faultRecordSchema, gradeReportSchema } from './report.ts';
+
+/** Largest program the server accepts (UTF-8 bytes). */
+export const MAX_CODE_BYTES = 256 * 1024;
+export const PROTOCOL_VERSION = 1;
+
+const code = z
+  .string()
+  .refine((s) => new TextEncoder().encode(s).length <= MAX_CODE_BYTES, { message: `program is larger than ${MAX_CODE_BYTES / 1024} KB` })
+  .describe('The learner program, TypeScript');
+
+// ---- client -> server ------------------------------------------------------------------------
+
+export const helloMessageSchema = z
+  .object({
+    type: z.literal('hello'),
+    protocol: z.literal(PROTOCOL_VERSION),
+    sessionId: z.string().regex(/^[A-Za-z0-9_-]{8,64}$/).describe('Kept in localStorage; names the learner namespace and their saved attempts'),
+  })
+  .strict();
+
+export const runMessageSchema = z
+  .object({ type: z.literal('run'), lab: labIdSchema, code })
+  .strict()
+  .describe('Run the program on a freshly seeded namespace without faults, until stopped');
+
+export const gradeMessageSchema = z
+  .object({
+    type: z.literal('grade'),
+    lab: labIdSchema,
+    code,
+    quick: z.boolean().default(false),
+    seed: z.number().int().min(0).max(2 ** 31 - 1).optional(),
+  })
+  .strict();
+
+export const stopMessageSchema = z.object({ type: z.literal('stop') }).strict();
+
+export const MANUAL_FAULTS = ['kill', 'pause', 'resume', 'add-instance', 'broker-restart'] as const;
+export const faultMessageSchema = z
+  .object({
+    type: z.literal('fault'),
+    kind: z.enum(MANUAL_FAULTS),
+    instance: z.string().regex(/^i\d+$/).optional().describe('Default: the first running instance'),
+  })
+  .strict();
+
+export const inspectMessageSchema = z
+  .object({
+    type: z.literal('inspect'),
+    command: z.discriminatedUnion('what', [
+      z.object({ what: z.literal('topics') }).strict(),
+      z
+        .object({
+          what: z.literal('consume'),
+          topic: z.string().min(1).max(249),
+          fromBeginning: z.boolean().default(true),
+          isolation: z.enum(['read_committed', 'read_uncommitted']).default('read_committed'),
+        })
+        .strict(),
+      z.object({ what: z.literal('offsets'), topic: z.string().min(1).max(249) }).strict(),
+      z.object({ what: z.literal('txns') }).strict(),
+    ]),
+  })
+  .strict();
+
+export const historyMessageSchema = z.object({ type: z.literal('history'), lab: labIdSchema.optional() }).strict();
+
+export const clientMessageSchema = z.discriminatedUnion('type', [
+  helloMessageSchema,
+  runMessageSchema,
+  gradeMessageSchema,
+  stopMessageSchema,
+  faultMessageSchema,
+  inspectMessageSchema,
+  historyMessageSchema,
+]);
+export type ClientMessage = z.infer<typeof clientMessageSchema>;
+export type InspectCommand = z.infer<typeof inspectMessageSchema>['command'];
+
+// ---- server -> client ------------------------------------------------------------------------
+
+export const welcomeMessageSchema = z
+  .object({
+    type: z.literal('welcome'),
+    protocol: z.literal(PROTOCOL_VERSION),
+    sessionId: z.string(),
+    brokers: z.string().describe('Bootstrap address, for display'),
+    brokerFaults: z.boolean().describe('Whether broker restarts can be injected (false on an external cluster)'),
+  })
+  .strict();
+
+export const outputMessageSchema = z
+  .object({
+    type: z.literal('output'),
+    instance: z.string().describe('"i1", "i2"... or "grader"'),
+    stream: z.enum(['stdout', 'stderr', 'system']),
+    line: z.string(),
+  })
+  .strict();
+
+export const diagnosticSchema = z
+  .object({
+    line: z.number().int(),
+    column: z.number().int(),
+    message: z.string(),
+    severity: z.enum(['error', 'warning']),
+  })
+  .strict();
+export type Diagnostic = z.infer<typeof diagnosticSchema>;
+
+export const diagnosticsMessageSchema = z
+  .object({ type: z.literal('diagnostics'), diagnostics: z.array(diagnosticSchema) })
+  .strict()
+  .describe('Compile problems: type errors are reported but do not stop the run');
+
+export const PHASES = ['compiling', 'preparing', 'running', 'settling', 'verifying', 'done'] as const;
+export const progressMessageSchema = z
+  .object({
+    type: z.literal('progress'),
+    mode: z.enum(['run', 'grade', 'quick']),
+    phase: z.enum(PHASES),
+    processed: z.number().int().describe('Input records accounted for so far'),
+    expected: z.number().int().describe('Input records the program must process'),
+    elapsedMs: z.number(),
+    limitMs: z.number(),
+    faultsDone: z.number().int(),
+    faultsPlanned: z.number().int(),
+  })
+  .strict();
+export type ProgressMessage = z.infer<typeof progressMessageSchema>;
+
+export const instanceStateSchema = z
+  .object({
+    id: z.string(),
+    state: z.enum(['starting', 'running', 'paused', 'exited']),
+    incarnation: z.number().int(),
+  })
+  .strict();
+
+export const stateMessageSchema = z
+  .object({
+    type: z.literal('state'),
+    activity: z.enum(['idle', 'running', 'grading']),
+    lab: labIdSchema.nullable(),
+    instances: z.array(instanceStateSchema),
+    topics: z.record(z.string(), z.string()).describe('Environment variable -> real topic name of the current namespace'),
+  })
+  .strict();
+export type StateMessage = z.infer<typeof stateMessageSchema>;
+
+export const faultEventMessageSchema = z.object({ type: z.literal('fault'), fault: faultRecordSchema }).strict();
+
+export const reportMessageSchema = z.object({ type: z.literal('report'), report: gradeReportSchema }).strict();
+
+export const consumedRecordSchema = z
+  .object({
+    partition: z.number().int(),
+    offset: z.number().int(),
+    key: z.string().nullable(),
+    value: z.string().nullable(),
+    status: z.enum(['committed', 'aborted', 'open', 'marker']).describe('marker: a transaction commit/abort control record (no data)'),
+  })
+  .strict();
+export type ConsumedRecord = z.infer<typeof consumedRecordSchema>;
+
+export const partitionOffsetsRowSchema = z
+  .object({
+    partition: z.number().int(),
+    logStart: z.number().int(),
+    lso: z.number().int(),
+    hwm: z.number().int(),
+    committed: z.number().int().nullable().describe("The lab group's committed offset, if any"),
+    blockedLag: z.number().int().describe('HWM - LSO: records hidden from read_committed readers by open transactions'),
+  })
+  .strict();
+
+export const transactionRowSchema = z
+  .object({
+    transactionalId: z.string(),
+    state: z.string(),
+    producerId: z.number().int(),
+    startedAt: z.string().nullable(),
+    durationMs: z.number().nullable(),
+    partitions: z.array(z.string()),
+  })
+  .strict();
+
+export const inspectResultMessageSchema = z
+  .object({
+    type: z.literal('inspect-result'),
+    result: z.discriminatedUnion('what', [
+      z.object({ what: z.literal('topics'), topics: z.array(z.object({ name: z.string(), env: z.string().nullable(), partitions: z.number().int() }).strict()) }).strict(),
+      z
+        .object({
+          what: z.literal('consume'),
+          topic: z.string(),
+          isolation: z.enum(['read_committed', 'read_uncommitted']),
+          records: z.array(consumedRecordSchema),
+          truncated: z.boolean(),
+        })
+        .strict(),
+      z.object({ what: z.literal('offsets'), topic: z.string(), partitions: z.array(partitionOffsetsRowSchema) }).strict(),
+      z.object({ what: z.literal('txns'), transactions: z.array(transactionRowSchema) }).strict(),
+    ]),
+  })
+  .strict();
+export type InspectResult = z.infer<typeof inspectResultMessageSchema>['result'];
+
+export const attemptSummarySchema = z
+  .object({
+    id: z.number().int(),
+    lab: z.string(),
+    at: z.string(),
+    verdict: z.enum(['pass', 'fail', 'inconclusive', 'error']),
+    quick: z.boolean(),
+    seed: z.number().int(),
+    durationMs: z.number(),
+  })
+  .strict();
+export type AttemptSummary = z.infer<typeof attemptSummarySchema>;
+
+export const historyResultMessageSchema = z
+  .object({ type: z.literal('history'), attempts: z.array(attemptSummarySchema), passedLabs: z.array(z.string()) })
+  .strict();
+
+export const errorMessageSchema = z
+  .object({ type: z.literal('error'), code: z.enum(ERROR_CODES), message: z.string().describe('One line naming the fix') })
+  .strict();
+
+export const serverMessageSchema = z.discriminatedUnion('type', [
+  welcomeMessageSchema,
+  outputMessageSchema,
+  diagnosticsMessageSchema,
+  progressMessageSchema,
+  stateMessageSchema,
+  faultEventMessageSchema,
+  reportMessageSchema,
+  inspectResultMessageSchema,
+  historyResultMessageSchema,
+  errorMessageSchema,
+]);
+export type ServerMessage = z.infer<typeof serverMessageSchema>;

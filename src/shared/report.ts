@@ -1,0 +1,104 @@
+import { z } from 'zod';
+
+/** Bumped whenever a field changes meaning; readers reject versions they do not know. */
+export const REPORT_VERSION = 1;
+
+export const CHECK_NAMES = [
+  'no-loss',
+  'no-duplicates',
+  'no-aborted-reads',
+  'transform-correct',
+  'order-preserved',
+  'atomic-fan-out',
+  'offsets-consistent',
+  'no-hanging-transactions',
+] as const;
+export const checkNameSchema = z.enum(CHECK_NAMES).describe('A named property the grader verifies after the run');
+export type CheckName = z.infer<typeof checkNameSchema>;
+
+export const FAULT_KINDS = ['kill', 'stop', 'zombie', 'join', 'send-error', 'broker-restart'] as const;
+export const faultKindSchema = z
+  .enum(FAULT_KINDS)
+  .describe(
+    'kill: SIGKILL then restart with the same identity; stop: SIGTERM then restart; zombie: SIGSTOP, start a replacement with the same identity, then resume the paused one; join: a second instance joins (rebalance); send-error: the next send fails as during a leader change; broker-restart: every broker stops cleanly and starts again',
+  );
+export type FaultKind = z.infer<typeof faultKindSchema>;
+
+export const CRASH_POINTS = [
+  'before:send',
+  'after:send',
+  'before:sendOffsets',
+  'after:sendOffsets',
+  'before:commit',
+  'after:commit',
+  'before:abort',
+  'after:abort',
+  'before:commitOffsets',
+  'after:commitOffsets',
+] as const;
+export const crashPointSchema = z
+  .enum(CRASH_POINTS)
+  .describe('A moment in the learner program, just before or just after one kafkajs call, where a fault can be injected exactly');
+export type CrashPoint = z.infer<typeof crashPointSchema>;
+
+export const verdictSchema = z.enum(['pass', 'fail', 'inconclusive', 'error']).describe('pass: every check held and at least one fault hit an open transaction');
+export type Verdict = z.infer<typeof verdictSchema>;
+
+export const checkResultSchema = z
+  .object({
+    name: checkNameSchema,
+    passed: z.boolean(),
+    summary: z.string().describe('One line: what held or what broke, with counts'),
+    evidence: z.array(z.string()).describe('topic-partition@offset, key, value and the fault that preceded it; at most a few dozen lines'),
+  })
+  .strict();
+export type CheckResult = z.infer<typeof checkResultSchema>;
+
+export const faultRecordSchema = z
+  .object({
+    atMs: z.number().describe('Milliseconds since the run started'),
+    kind: faultKindSchema,
+    instance: z.string().describe('Which instance it hit, e.g. "i1"; "broker" for broker faults'),
+    crashPoint: crashPointSchema.optional().describe('The exact point in the program, when the fault was triggered by one'),
+    inTransaction: z.boolean().nullable().describe('Whether the instance had a transaction open when the fault landed (null: unknown)'),
+    note: z.string().optional(),
+  })
+  .strict();
+export type FaultRecord = z.infer<typeof faultRecordSchema>;
+
+export const timelineEventSchema = z
+  .object({
+    atMs: z.number(),
+    kind: z.enum(['start', 'exit', 'commit', 'abort', 'fault', 'wave']),
+    instance: z.string(),
+    detail: z.string().optional(),
+  })
+  .strict();
+export type TimelineEvent = z.infer<typeof timelineEventSchema>;
+
+export const gradeReportSchema = z
+  .object({
+    version: z.literal(REPORT_VERSION),
+    lab: z.string(),
+    verdict: verdictSchema,
+    message: z.string().describe('One line explaining the verdict'),
+    seed: z.number().int().describe('Replays the same fault plan with --seed'),
+    quick: z.boolean(),
+    startedAt: z.string().describe('ISO time'),
+    checks: z.array(checkResultSchema),
+    faults: z.array(faultRecordSchema),
+    timeline: z.array(timelineEventSchema),
+    stats: z
+      .object({
+        inputs: z.number().int().describe('Committed input records the program had to process'),
+        abortedInputs: z.number().int().describe('Input records written in aborted transactions'),
+        outputs: z.number().int().describe('Committed output records'),
+        abortedRecords: z.number().int().describe('Output records the program wrote in transactions that were aborted'),
+        restarts: z.number().int().describe('Instance restarts: after faults and after exiting on its own'),
+        selfExits: z.number().int().describe('Times an instance exited on its own and was restarted'),
+        durationMs: z.number(),
+      })
+      .strict(),
+  })
+  .strict();
+export type GradeReport = z.infer<typeof gradeReportSchema>;
