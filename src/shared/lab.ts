@@ -90,6 +90,19 @@ export const kafkajsDefaultsSchema = z
       .strict()
       .default({}),
     producer: z.object({ transactionTimeout: z.number().int().min(1_000).optional() }).strict().default({}),
+    client: z
+      .object({
+        retry: z
+          .object({
+            initialRetryTime: z.number().int().min(10).optional(),
+            maxRetryTime: z.number().int().min(100).optional(),
+            retries: z.number().int().min(0).max(50).optional(),
+          })
+          .strict()
+          .optional(),
+      })
+      .strict()
+      .default({}),
   })
   .strict()
   .describe('kafkajs settings the lab runtime applies where the learner sets none; tell the learner in the lab text');

@@ -13,7 +13,7 @@ import type { CrashPoint } from '../../../src/shared/report.ts';
 
 type Any = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-const defaults: { consumer?: Record<string, unknown>; producer?: Record<string, unknown> } = JSON.parse(process.env[DEFAULTS_ENV] ?? '{}');
+const defaults: { consumer?: Record<string, unknown>; producer?: Record<string, unknown>; client?: Record<string, unknown> } = JSON.parse(process.env[DEFAULTS_ENV] ?? '{}');
 
 let armed: { point: CrashPoint; action: ArmAction; remaining: number } | null = null;
 let releasePaused: (() => void) | null = null;
@@ -39,7 +39,7 @@ if (process.send) {
 class InjectedBrokerError extends real.KafkaJSError {
   constructor() {
     super('This server is not the leader for that topic-partition (injected by the grader: a leader moved)', { retriable: true });
-    this.name = 'KafkaJSProtocolError';
+    (this as Any).name = 'KafkaJSProtocolError';
     (this as Any).type = 'NOT_LEADER_FOR_PARTITION';
   }
 }
@@ -115,9 +115,20 @@ function wrapConsumer(consumer: Any): Any {
   return consumer;
 }
 
+const LEVEL_NAMES: Record<number, string> = { 1: 'ERROR', 2: 'WARN', 4: 'INFO', 5: 'DEBUG' };
+
+/** kafkajs logs JSON by default; in a terminal one readable line per event is kinder. */
+const readableLogCreator = () => ({ namespace, level, log }: Any) => {
+  const { message, error, retryCount } = log;
+  const detail = error && !String(message).includes(error) ? `: ${error}` : '';
+  const retry = retryCount !== undefined ? ` (retry ${retryCount})` : '';
+  const line = `kafkajs ${LEVEL_NAMES[level] ?? level} [${namespace}] ${message}${detail}${retry}`;
+  (level <= 2 ? console.error : console.log)(line);
+};
+
 export class Kafka extends (real.Kafka as Any) {
   constructor(config: Any) {
-    super({ logLevel: real.logLevel.WARN, ...config });
+    super({ logLevel: real.logLevel.WARN, ...(config?.logCreator ? {} : { logCreator: readableLogCreator }), ...defaults.client, ...config });
   }
   producer(config: Any = {}) {
     return wrapProducer(super.producer({ ...defaults.producer, ...config }));

@@ -1,0 +1,108 @@
+/**
+ * `npx kafkaiq`: grade a program against a lab, check every lab's fixtures, scaffold a lab.
+ * Exit codes: 0 pass, 1 fail or inconclusive, 2 infrastructure error (never the learner's fault).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { connectCluster, type KafkaCluster } from '../broker/cluster.ts';
+import { describeError, KafkaIqError } from '../core/errors.ts';
+import { listLabIds, loadLab } from '../labs/load-lab.ts';
+import { scaffoldLab } from '../labs/scaffold.ts';
+import { LabAttempt, type ProgramInput } from '../runner/lab-attempt.ts';
+import { formatReport } from '../runner/format-report.ts';
+import type { SessionListener } from '../runner/contract.ts';
+import { checkLabs } from '../runner/check-labs.ts';
+
+const USAGE = `Usage:
+  kafkaiq grade <lab> <file.ts | --cmd "command"> [--seed N] [--quick] [--json] [--verbose]
+  kafkaiq check [<lab>...] [--quick]      grade every lab's solution, starter and broken variants
+  kafkaiq new <id>                        scaffold labs/<id>
+  kafkaiq labs                            list the labs`;
+
+function consoleListener(verbose: boolean, json: boolean): SessionListener {
+  const out = json ? process.stderr : process.stdout;
+  return {
+    output: (instance, stream, line) => {
+      if (verbose || stream === 'system') out.write(`${instance.padEnd(6)} ${line}\n`);
+    },
+    diagnostics: () => {},
+    progress: () => {},
+    state: () => {},
+    fault: () => {},
+  };
+}
+
+async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      cmd: { type: 'string' },
+      seed: { type: 'string' },
+      quick: { type: 'boolean', default: false },
+      json: { type: 'boolean', default: false },
+      verbose: { type: 'boolean', short: 'v', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  const [command, ...rest] = positionals;
+  if (values.help || !command) {
+    console.log(USAGE);
+    return command || values.help ? 0 : 2;
+  }
+  if (command === 'labs') {
+    for (const id of listLabIds()) console.log(`${id.padEnd(24)} ${(await loadLab(id)).definition.title}`);
+    return 0;
+  }
+  if (command === 'new') {
+    if (!rest[0]) throw new KafkaIqError('INVALID_INPUT', 'Name the lab: kafkaiq new <id>');
+    const dir = scaffoldLab(rest[0]);
+    console.log(`Created ${path.relative(process.cwd(), dir)}/: edit lab.ts, then run 'npx kafkaiq check ${rest[0]}'.`);
+    return 0;
+  }
+  if (command !== 'grade' && command !== 'check') throw new KafkaIqError('INVALID_INPUT', `Unknown command "${command}".\n${USAGE}`);
+
+  const cluster: KafkaCluster = await connectCluster({ log: (l) => console.error(l) });
+  try {
+    if (command === 'check') {
+      const ok = await checkLabs(rest.length ? rest : listLabIds(), cluster, { quick: values.quick, log: (l) => console.log(l) });
+      return ok ? 0 : 1;
+    }
+    const [labId, file] = rest;
+    if (!labId || (!file && !values.cmd)) throw new KafkaIqError('INVALID_INPUT', `grade needs a lab and a program.\n${USAGE}`);
+    const lab = await loadLab(labId);
+    let program: ProgramInput;
+    if (values.cmd) program = { kind: 'command', command: values.cmd };
+    else {
+      if (!fs.existsSync(file!)) throw new KafkaIqError('INVALID_INPUT', `No such file: ${file}`);
+      program = { kind: 'code', code: fs.readFileSync(file!, 'utf8') };
+    }
+    const seed = values.seed === undefined ? undefined : Number(values.seed);
+    if (seed !== undefined && !Number.isInteger(seed)) throw new KafkaIqError('INVALID_INPUT', `--seed must be an integer, got "${values.seed}"`);
+    const attempt = new LabAttempt({
+      lab,
+      program,
+      brokers: cluster.brokers,
+      control: cluster.control,
+      namespace: `kiq-cli-${Date.now().toString(36)}`,
+      mode: values.quick ? 'quick' : 'grade',
+      seed,
+      listener: consoleListener(values.verbose, values.json),
+    });
+    const report = await attempt.grade();
+    await attempt.deleteTopics();
+    console.log(values.json ? JSON.stringify(report, null, 2) : formatReport(report));
+    return report.verdict === 'pass' ? 0 : report.verdict === 'error' ? 2 : 1;
+  } finally {
+    await cluster.close();
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err) => {
+    console.error(`kafkaiq: ${describeError(err)}`);
+    process.exit(err instanceof KafkaIqError && !err.isInfrastructure ? 1 : 2);
+  },
+);

@@ -1,0 +1,108 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { labDefinitionSchema, labIdSchema, type LabDefinition } from '../../src/shared/lab.ts';
+import { parseWithFriendlyErrors } from '../../src/shared/validate.ts';
+import { KafkaIqError } from '../core/errors.ts';
+import { LABS_DIR } from '../core/paths.ts';
+import { CHECK_NAMES, type CheckName } from '../../src/shared/report.ts';
+
+export interface BrokenVariant {
+  name: string;
+  file: string;
+  /** The check this variant must fail, from its first line `// expect-fail: <check>`. */
+  expectFail: CheckName;
+}
+
+export interface LoadedLab {
+  id: string;
+  dir: string;
+  definition: LabDefinition;
+  starterFile: string;
+  solutionFile: string;
+  broken: BrokenVariant[];
+  hints: string;
+}
+
+export function listLabIds(): string[] {
+  if (!fs.existsSync(LABS_DIR)) return [];
+  return fs
+    .readdirSync(LABS_DIR, { withFileTypes: true })
+    .filter((e) => e.isDirectory() && fs.existsSync(path.join(LABS_DIR, e.name, 'lab.ts')))
+    .map((e) => e.name)
+    .sort();
+}
+
+const cache = new Map<string, Promise<LoadedLab>>();
+
+/** Loads and validates labs/<id>; every problem is one line naming the file and field. */
+export function loadLab(id: string): Promise<LoadedLab> {
+  let loaded = cache.get(id);
+  if (!loaded) {
+    loaded = readLab(id);
+    cache.set(id, loaded);
+    loaded.catch(() => cache.delete(id));
+  }
+  return loaded;
+}
+
+async function readLab(id: string): Promise<LoadedLab> {
+  if (!labIdSchema.safeParse(id).success || !fs.existsSync(path.join(LABS_DIR, id, 'lab.ts'))) {
+    const known = listLabIds();
+    throw new KafkaIqError('LAB_NOT_FOUND', `No lab "${id}"${known.length ? `: known labs are ${known.join(', ')}` : ''}.`);
+  }
+  const dir = path.join(LABS_DIR, id);
+  const module = await import(pathToFileURL(path.join(dir, 'lab.ts')).href);
+  const definition = parseWithFriendlyErrors(labDefinitionSchema, module.default, `Invalid lab "${id}" (labs/${id}/lab.ts)`, 'LAB_INVALID');
+  assertConsistent(id, definition);
+  const required = (name: string) => {
+    const file = path.join(dir, name);
+    if (!fs.existsSync(file)) throw new KafkaIqError('LAB_INVALID', `Lab "${id}" has no ${name}: add labs/${id}/${name}.`);
+    return file;
+  };
+  const brokenDir = path.join(dir, 'broken');
+  const broken = fs.existsSync(brokenDir)
+    ? fs
+        .readdirSync(brokenDir)
+        .filter((f) => f.endsWith('.ts'))
+        .sort()
+        .map((f) => {
+          const file = path.join(brokenDir, f);
+          const first = fs.readFileSync(file, 'utf8').split('\n', 1)[0] ?? '';
+          const match = /^\/\/\s*expect-fail:\s*([a-z-]+)\s*$/.exec(first);
+          if (!match || !(CHECK_NAMES as readonly string[]).includes(match[1]!)) {
+            throw new KafkaIqError(
+              'LAB_INVALID',
+              `labs/${id}/broken/${f} must start with '// expect-fail: <check>' naming one of: ${CHECK_NAMES.join(', ')}.`,
+            );
+          }
+          return { name: f.replace(/\.ts$/, ''), file, expectFail: match[1] as CheckName };
+        })
+    : [];
+  return {
+    id,
+    dir,
+    definition,
+    starterFile: required('starter.ts'),
+    solutionFile: required('solution.ts'),
+    broken,
+    hints: fs.readFileSync(required('hints.md'), 'utf8'),
+  };
+}
+
+function assertConsistent(id: string, lab: LabDefinition): void {
+  const names = new Set(lab.topics.map((t) => t.name));
+  const envNames = new Set(lab.env.map((e) => e.name));
+  const fail = (msg: string) => {
+    throw new KafkaIqError('LAB_INVALID', `Invalid lab "${id}" (labs/${id}/lab.ts): ${msg}`);
+  };
+  for (const seed of lab.seeds) {
+    const topic = lab.topics.find((t) => t.name === seed.topic);
+    if (!topic) fail(`seeds: topic "${seed.topic}" is not declared in topics`);
+    else if (topic.role !== 'input') fail(`seeds: topic "${seed.topic}" must have role "input"`);
+  }
+  for (const topic of lab.topics) if (!envNames.has(topic.env)) fail(`env: topic "${topic.name}" uses ${topic.env}, which env does not describe`);
+  if (!envNames.has('KAFKA_BROKERS')) fail('env: KAFKA_BROKERS must be described');
+  if (!lab.topics.some((t) => t.role === 'output')) fail('topics: at least one topic needs role "output"');
+  if (names.size !== lab.topics.length) fail('topics: names must be unique');
+}

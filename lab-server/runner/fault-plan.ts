@@ -1,0 +1,59 @@
+import type { FaultSpec } from '../../src/shared/lab.ts';
+import type { CrashPoint, FaultKind } from '../../src/shared/report.ts';
+
+/** A small, well-known seeded PRNG (mulberry32): the same seed gives the same plan everywhere. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export interface PlannedFault {
+  kind: FaultKind;
+  /** Instance slot it targets (1-based). */
+  instance: number;
+  /** Exact point, or undefined for a seeded moment while the program works. */
+  crashPoint?: CrashPoint;
+  /** Fire at the n-th time the program reaches the point after arming. */
+  occurrence: number;
+  /** For faults without a crash point: delay after the wave is written. */
+  delayMs: number;
+}
+
+export interface FaultPlan {
+  seed: number;
+  faults: PlannedFault[];
+}
+
+/**
+ * Every fault of the lab's list fires once; the seed decides their order, which of the allowed
+ * crash points each one uses and on which occurrence. Broker restarts never come first, so the
+ * program has made progress before the slowest fault.
+ */
+export function planFaults(specs: FaultSpec[], seed: number): FaultPlan {
+  const random = seededRandom(seed);
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+  const faults: PlannedFault[] = specs.map((spec) => ({
+    kind: spec.kind,
+    instance: spec.instance,
+    crashPoint: spec.at.length ? pick(spec.at) : undefined,
+    occurrence: 1 + Math.floor(random() * 2),
+    delayMs: 100 + Math.floor(random() * 400),
+  }));
+  for (let i = faults.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [faults[i], faults[j]] = [faults[j]!, faults[i]!];
+  }
+  const brokerFirst = faults[0]?.kind === 'broker-restart' && faults.length > 1;
+  if (brokerFirst) faults.push(faults.shift()!);
+  return { seed, faults };
+}
+
+export function randomSeed(): number {
+  return Math.floor(Math.random() * 2 ** 31);
+}

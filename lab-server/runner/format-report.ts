@@ -1,0 +1,1 @@
+export { formatReport } from '../../src/shared/format-report.ts';

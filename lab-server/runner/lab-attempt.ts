@@ -1,0 +1,641 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Kafka } from 'kafkajs';
+import { REPORT_VERSION, type FaultRecord, type GradeReport, type TimelineEvent, type Verdict } from '../../src/shared/report.ts';
+import type { BrokerControl } from '../broker/cluster.ts';
+import { describeError, KafkaIqError } from '../core/errors.ts';
+import { ROOT_DIR } from '../core/paths.ts';
+import { createKafka } from '../kafka/client.ts';
+import { partitionOffsets } from '../kafka/inspect.ts';
+import type { LoadedLab } from '../labs/load-lab.ts';
+import type { ArmAction, ChildEvent } from './child/protocol.ts';
+import { DEFAULTS_ENV } from './child/protocol.ts';
+import { compileProgram } from './compile.ts';
+import type { ManualFault, SessionListener } from './contract.ts';
+import { planFaults, randomSeed, type FaultPlan, type PlannedFault } from './fault-plan.ts';
+import { OutputSink } from './output-sink.ts';
+import { ProgramInstance, type ProgramSource } from './program-instance.ts';
+import { InputWriter, planSeedTransactions, splitIntoWaves, type SeedTransaction } from './seeder.ts';
+import { verifyRun } from './verify.ts';
+
+export type AttemptMode = 'run' | 'grade' | 'quick';
+export type ProgramInput = { kind: 'code'; code: string } | { kind: 'command'; command: string };
+
+export interface AttemptOptions {
+  lab: LoadedLab;
+  program: ProgramInput;
+  brokers: string[];
+  control: BrokerControl | null;
+  /** Prefix of every topic, group and transactional id of this attempt. */
+  namespace: string;
+  mode: AttemptMode;
+  seed?: number;
+  listener: SessionListener;
+  /** How long a Run may go on before it is stopped for the learner. */
+  runLimitMs?: number;
+}
+
+interface Slot {
+  slot: number;
+  current: ProgramInstance;
+  incarnation: number;
+  txnOpen: boolean;
+  restartsInARow: number;
+}
+
+const MAX_SELF_RESTARTS = 15;
+const HIT_TIMEOUT_MS = 8_000;
+const QUIET_MS = 6_000;
+
+/**
+ * One run or grade of a learner program: a fresh namespace, seeded input, the program's
+ * instances under a supervisor, the fault plan, and (for grades) the verification.
+ */
+export class LabAttempt {
+  readonly namespace: string;
+  readonly groupId: string;
+  private readonly kafka: Kafka;
+  private readonly lab: LoadedLab;
+  private readonly sink: OutputSink;
+  private readonly workDir: string;
+  private readonly slots = new Map<number, Slot>();
+  private readonly zombies = new Set<ProgramInstance>();
+  private readonly faults: FaultRecord[] = [];
+  private readonly timeline: TimelineEvent[] = [];
+  private readonly writer: InputWriter;
+  private source: ProgramSource | null = null;
+  private startedAt = Date.now();
+  private restarts = 0;
+  private selfExits = 0;
+  private stopping = false;
+  private stopRequested: () => void = () => {};
+  private readonly stopSignal = new Promise<void>((resolve) => (this.stopRequested = resolve));
+  private processed = 0;
+  private expected = 0;
+  private phase: 'compiling' | 'preparing' | 'running' | 'settling' | 'verifying' | 'done' = 'compiling';
+  private faultsDone = 0;
+  private faultsPlanned = 0;
+  private progressTimer: NodeJS.Timeout | null = null;
+  private lastProgressAt = Date.now();
+
+  constructor(private readonly options: AttemptOptions) {
+    this.lab = options.lab;
+    this.namespace = options.namespace;
+    this.groupId = `${options.namespace}-group`;
+    this.kafka = createKafka(options.brokers, `kafkaiq-grader-${options.namespace}`);
+    this.workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kafkaiq-'));
+    this.sink = new OutputSink((instance, stream, line) => options.listener.output(instance, stream, line), this.workDir);
+    this.writer = new InputWriter(this.kafka, `${options.namespace}-seeder`, (t) => this.realTopic(t));
+  }
+
+  realTopic(logical: string): string {
+    return `${this.namespace}-${logical}`;
+  }
+
+  /** Env name -> real topic, for the learner's display. */
+  topicEnv(): Record<string, string> {
+    return Object.fromEntries(this.lab.definition.topics.map((t) => [t.env, this.realTopic(t.name)]));
+  }
+
+  private get limitMs(): number {
+    const { mode } = this.options;
+    return mode === 'run' ? (this.options.runLimitMs ?? 10 * 60_000) : mode === 'quick' ? this.lab.definition.quickTimeLimitMs : this.lab.definition.timeLimitMs;
+  }
+
+  private elapsed(): number {
+    return Date.now() - this.startedAt;
+  }
+
+  /** Ends a Run (or cuts a grade short); safe to call at any time. */
+  requestStop(): void {
+    this.stopRequested();
+  }
+
+  // ---- the two modes -------------------------------------------------------------------------
+
+  async run(): Promise<void> {
+    try {
+      await this.prepare();
+      await this.writer.write(planSeedTransactions(this.lab.definition));
+      this.mark('wave', 'grader', 'all input written');
+      for (let i = 1; i <= this.lab.definition.instances; i++) this.startSlot(i);
+      this.phase = 'running';
+      await Promise.race([this.stopSignal, sleep(this.limitMs, undefined, { ref: false })]);
+      if (this.elapsed() >= this.limitMs) this.sink.system(`Run stopped after its limit of ${Math.round(this.limitMs / 60_000)} min.`);
+    } finally {
+      await this.shutdown();
+    }
+  }
+
+  async grade(): Promise<GradeReport> {
+    const seed = this.options.seed ?? randomSeed();
+    const plan = planFaults(this.options.mode === 'quick' ? this.lab.definition.faults.quick : this.lab.definition.faults.full, seed);
+    this.faultsPlanned = plan.faults.length;
+    const startedAtIso = new Date().toISOString();
+    let report: GradeReport;
+    try {
+      report = await this.gradeWithPlan(plan, startedAtIso);
+    } catch (err) {
+      const infrastructure = !(err instanceof KafkaIqError) || err.isInfrastructure;
+      const compile = err instanceof KafkaIqError && err.code === 'COMPILE_FAILED';
+      report = this.report(plan.seed, startedAtIso, compile ? 'fail' : 'error', compile ? `Your program does not compile: ${describeError(err)}` : `The grader could not finish (${describeError(err)}); this is not your program's fault, try again.`, [], { outputs: 0, abortedRecords: 0 });
+      if (!infrastructure && !compile) report.message = describeError(err);
+    } finally {
+      await this.shutdown();
+    }
+    return report;
+  }
+
+  private async gradeWithPlan(plan: FaultPlan, startedAtIso: string): Promise<GradeReport> {
+    await this.prepare();
+    const transactions = planSeedTransactions(this.lab.definition);
+    const waves = splitIntoWaves(transactions, plan.faults.length + 1);
+    this.expected = transactions.filter((t) => t.commit).reduce((n, t) => n + t.records.length, 0);
+    this.sink.system(
+      `Grading ${this.lab.id} (${this.options.mode === 'quick' ? 'quick' : 'full'}), seed ${plan.seed}: ${plan.faults.length} faults, ${this.expected} committed input records in ${waves.length} waves, limit ${Math.round(this.limitMs / 1000)} s.`,
+    );
+    for (let i = 1; i <= this.lab.definition.instances; i++) this.startSlot(i);
+    this.phase = 'running';
+    const deadline = this.startedAt + this.limitMs;
+    let timedOut = false;
+
+    for (const fault of plan.faults) {
+      if (Date.now() > deadline) break;
+      const wave = waves.shift() ?? [];
+      await this.injectFault(fault, wave);
+      this.faultsDone++;
+      await this.waitForProgress(Math.min(15_000, deadline - Date.now()));
+    }
+    for (const wave of waves) await this.writeWave(wave);
+
+    this.phase = 'settling';
+    timedOut = !(await this.settle(deadline));
+    if (timedOut) this.sink.system(`Time limit of ${Math.round(this.limitMs / 1000)} s reached with ${this.processed}/${this.expected} inputs processed: verifying what is there.`);
+    await this.stopAll();
+
+    this.phase = 'verifying';
+    this.emitProgress();
+    this.sink.system(`All instances stopped at +${(this.elapsed() / 1000).toFixed(1)} s; verifying the output as a read_committed consumer would see it.`);
+    const verification = await verifyRun({
+      kafka: this.kafka,
+      brokers: this.options.brokers,
+      lab: this.lab.definition,
+      groupId: this.groupId,
+      realTopic: (t) => this.realTopic(t),
+      inputs: this.writer.written,
+      faults: this.faults,
+      startedAt: this.startedAt,
+    });
+    const failed = verification.checks.filter((c) => !c.passed);
+    const hitTransaction = this.faults.some((f) => f.inTransaction === true);
+    let verdict: Verdict;
+    let message: string;
+    if (verification.checks.length === 0) {
+      verdict = 'error';
+      message = 'No checks ran, so nothing was proven: the lab must name at least one check.';
+    } else if (failed.length) {
+      verdict = 'fail';
+      message = `${failed.length} of ${verification.checks.length} checks failed: ${failed.map((c) => c.name).join(', ')}.${timedOut ? ' The time limit was reached before all input was processed.' : ''}`;
+    } else if (!hitTransaction) {
+      verdict = 'inconclusive';
+      message = `All checks held, but no fault landed inside an open transaction, so exactly-once was not really tested: grade again (another seed).`;
+    } else {
+      verdict = 'pass';
+      message = `All ${verification.checks.length} checks held under ${this.faults.length} faults (${this.faults.filter((f) => f.inTransaction).length} inside open transactions).`;
+    }
+    return this.report(plan.seed, startedAtIso, verdict, message, verification.checks, verification);
+  }
+
+  private report(
+    seed: number,
+    startedAt: string,
+    verdict: Verdict,
+    message: string,
+    checks: GradeReport['checks'],
+    counts: { outputs: number; abortedRecords: number },
+  ): GradeReport {
+    this.phase = 'done';
+    this.emitProgress();
+    return {
+      version: REPORT_VERSION,
+      lab: this.lab.id,
+      verdict,
+      message,
+      seed,
+      quick: this.options.mode === 'quick',
+      startedAt,
+      checks,
+      faults: this.faults,
+      timeline: this.timeline,
+      stats: {
+        inputs: this.writer.written.filter((r) => r.committed).length,
+        abortedInputs: this.writer.written.filter((r) => !r.committed).length,
+        outputs: counts.outputs,
+        abortedRecords: counts.abortedRecords,
+        restarts: this.restarts,
+        selfExits: this.selfExits,
+        durationMs: this.elapsed(),
+      },
+    };
+  }
+
+  /** Deletes this attempt's topics (the session keeps the latest attempt's for inspection). */
+  async deleteTopics(): Promise<void> {
+    const admin = this.kafka.admin();
+    try {
+      await admin.connect();
+      await admin.deleteTopics({ topics: this.lab.definition.topics.map((t) => this.realTopic(t.name)), timeout: 10_000 });
+    } catch {
+      // Already gone, or the broker is down: nothing a learner can act on.
+    } finally {
+      await admin.disconnect().catch(() => {});
+    }
+  }
+
+  // ---- preparation -----------------------------------------------------------------------------
+
+  private async prepare(): Promise<void> {
+    this.startedAt = Date.now();
+    this.phase = 'compiling';
+    this.progressTimer = setInterval(() => void this.pollProgress(), 500);
+    this.emitProgress();
+    const { program } = this.options;
+    if (program.kind === 'code') {
+      const compiled = await compileProgram(program.code, this.workDir);
+      if (compiled.warnings.length) this.options.listener.diagnostics(compiled.warnings);
+      this.source = { kind: 'bundle', file: compiled.file, readDirs: compiled.readDirs, writeDir: this.workDir };
+    } else {
+      this.source = { kind: 'command', command: program.command, cwd: ROOT_DIR };
+    }
+    this.phase = 'preparing';
+    this.emitProgress();
+    const admin = this.kafka.admin();
+    try {
+      await admin.connect();
+      await admin.createTopics({
+        waitForLeaders: true,
+        topics: this.lab.definition.topics.map((t) => ({ topic: this.realTopic(t.name), numPartitions: t.partitions })),
+      });
+    } catch (err) {
+      throw new KafkaIqError('BROKER_UNREACHABLE', `Kafka did not accept the lab topics (${describeError(err)}): is the broker running? Start it with 'npm run broker'.`, { cause: err });
+    } finally {
+      await admin.disconnect();
+    }
+    await this.writer.connect();
+  }
+
+  private env(slot: number): Record<string, string> {
+    return {
+      KAFKA_BROKERS: this.options.brokers.join(','),
+      ...this.topicEnv(),
+      GROUP_ID: this.groupId,
+      TRANSACTIONAL_ID: `${this.namespace}-tx-${slot}`,
+      INSTANCE_ID: `i${slot}`,
+      KAFKAJS_NO_PARTITIONER_WARNING: '1',
+      [DEFAULTS_ENV]: JSON.stringify(this.lab.definition.kafkajs),
+    };
+  }
+
+  // ---- instances -------------------------------------------------------------------------------
+
+  private startSlot(slotNumber: number): Slot {
+    const previous = this.slots.get(slotNumber);
+    const incarnation = (previous?.incarnation ?? 0) + 1;
+    const instance = new ProgramInstance(`i${slotNumber}`, incarnation, this.source!, this.env(slotNumber));
+    const slot: Slot = { slot: slotNumber, current: instance, incarnation, txnOpen: false, restartsInARow: previous?.restartsInARow ?? 0 };
+    this.slots.set(slotNumber, slot);
+    if (previous) this.restarts++;
+    this.mark('start', instance.id, incarnation > 1 ? `incarnation ${incarnation}` : undefined);
+    instance.on('line', (stream, line) => this.sink.line(instance.id, stream, line));
+    instance.on('event', (event) => this.onChildEvent(slot, instance, event));
+    instance.on('exit', (code, signal) => this.onExit(slot, instance, code, signal));
+    this.emitState();
+    return slot;
+  }
+
+  private onChildEvent(slot: Slot, instance: ProgramInstance, event: ChildEvent): void {
+    if (instance === slot.current) slot.txnOpen = event.txnOpen;
+    if (event.t === 'call' && event.point === 'after:commit') this.mark('commit', instance.id);
+    if (event.t === 'call' && event.point === 'after:abort') this.mark('abort', instance.id);
+    if (event.t === 'failed' && (event.op === 'commit' || event.op === 'sendOffsets')) this.mark('abort', instance.id, `${event.op} failed: ${event.error}`);
+  }
+
+  private expectedExits = new WeakSet<ProgramInstance>();
+
+  private onExit(slot: Slot, instance: ProgramInstance, code: number | null, signal: NodeJS.Signals | null): void {
+    this.mark('exit', instance.id, signal ? `signal ${signal}` : `code ${code}`);
+    this.emitState();
+    if (this.stopping || this.expectedExits.has(instance) || this.zombies.has(instance) || slot.current !== instance) return;
+    // A program that exits on its own is restarted, as a supervisor (systemd, Kubernetes) would.
+    this.selfExits++;
+    slot.restartsInARow++;
+    const reason = signal === 'SIGXCPU' ? 'its CPU-time limit' : signal ? `signal ${signal}` : `code ${code}`;
+    if (slot.restartsInARow > MAX_SELF_RESTARTS) {
+      this.sink.system(`${instance.id} exited (${reason}) ${MAX_SELF_RESTARTS} times in a row; no more restarts.`);
+      return;
+    }
+    const delay = Math.min(2_000, 250 * slot.restartsInARow);
+    this.sink.system(`${instance.id} exited on its own (${reason}); restarting it in ${(delay / 1000).toFixed(1)} s, like a supervisor would.`);
+    setTimeout(() => {
+      if (!this.stopping && slot.current === instance) this.startSlot(slot.slot);
+    }, delay).unref();
+  }
+
+  private liveInstances(): ProgramInstance[] {
+    return [...[...this.slots.values()].map((s) => s.current), ...this.zombies].filter((i) => i.alive);
+  }
+
+  private async stopAll(): Promise<void> {
+    this.stopping = true;
+    await Promise.all(this.liveInstances().map((i) => i.stop(3_000)));
+    this.emitState();
+  }
+
+  private async shutdown(): Promise<void> {
+    this.stopping = true;
+    if (this.progressTimer) clearInterval(this.progressTimer);
+    await Promise.all(this.liveInstances().map((i) => i.stop(2_000)));
+    await this.writer.disconnect();
+    fs.rmSync(this.workDir, { recursive: true, force: true });
+    this.phase = 'done';
+    this.emitState();
+  }
+
+  // ---- faults ----------------------------------------------------------------------------------
+
+  private async writeWave(wave: SeedTransaction[]): Promise<void> {
+    if (!wave.length) return;
+    await this.writer.write(wave);
+    this.mark('wave', 'grader', `${wave.reduce((n, t) => n + t.records.length, 0)} records`);
+  }
+
+  /** Arms the crash point (if any), writes the next wave, and waits for the program to reach it. */
+  private async armAndWrite(slot: Slot, fault: PlannedFault, action: ArmAction, wave: SeedTransaction[]) {
+    const instance = slot.current;
+    const precise = fault.crashPoint && this.source?.kind === 'bundle';
+    let hit: Promise<(ChildEvent & { t: 'hit' }) | null> = Promise.resolve(null);
+    if (precise) {
+      hit = new Promise((resolve) => {
+        const onEvent = (event: ChildEvent) => {
+          if (event.t !== 'hit') return;
+          cleanup();
+          resolve(event);
+        };
+        const onExit = () => {
+          cleanup();
+          resolve(null);
+        };
+        const timer = setTimeout(() => {
+          cleanup();
+          instance.send({ t: 'disarm' });
+          resolve(null);
+        }, HIT_TIMEOUT_MS);
+        const cleanup = () => {
+          clearTimeout(timer);
+          instance.off('event', onEvent);
+          instance.off('exit', onExit);
+        };
+        instance.on('event', onEvent);
+        instance.once('exit', onExit);
+      });
+      instance.send({ t: 'arm', point: fault.crashPoint!, action, occurrence: fault.occurrence });
+    }
+    await this.writeWave(wave);
+    const event = await hit;
+    if (!event) await sleep(fault.delayMs);
+    return { instance, event };
+  }
+
+  private recordFault(fault: PlannedFault, instance: string, event: { point: PlannedFault['crashPoint']; txnOpen: boolean } | null, txnOpen: boolean | null, note?: string): FaultRecord {
+    const record: FaultRecord = {
+      atMs: this.elapsed(),
+      kind: fault.kind,
+      instance,
+      ...(event?.point ? { crashPoint: event.point } : {}),
+      inTransaction: event ? event.txnOpen : txnOpen,
+      ...(note ? { note } : {}),
+    };
+    this.faults.push(record);
+    this.mark('fault', instance, `${fault.kind}${record.crashPoint ? ` at ${record.crashPoint}` : ''}`);
+    this.options.listener.fault(record);
+    this.sink.system(
+      `fault ${this.faults.length}/${this.faultsPlanned}: ${fault.kind} ${instance}${record.crashPoint ? ` at ${record.crashPoint}` : ''}${record.inTransaction ? ' (inside an open transaction)' : ''}${note ? ` — ${note}` : ''}`,
+    );
+    return record;
+  }
+
+  /** For programs without our wrapper: was a transaction open? The broker knows (LSO < HWM). */
+  private async brokerSaysTransactionOpen(): Promise<boolean | null> {
+    try {
+      for (const topic of this.lab.definition.topics.filter((t) => t.role === 'output')) {
+        const offsets = await partitionOffsets(this.options.brokers, this.realTopic(topic.name));
+        if (offsets.some((p) => p.lso < p.hwm)) return true;
+      }
+      return false;
+    } catch {
+      return null;
+    }
+  }
+
+  private async injectFault(fault: PlannedFault, wave: SeedTransaction[]): Promise<void> {
+    const slot = this.slots.get(fault.instance) ?? this.slots.get(1)!;
+    switch (fault.kind) {
+      case 'kill': {
+        const { instance, event } = await this.armAndWrite(slot, fault, 'kill', wave);
+        this.expectedExits.add(instance);
+        instance.signal('SIGKILL');
+        await instance.exited;
+        const open = event ? null : this.source?.kind === 'command' ? await this.brokerSaysTransactionOpen() : slot.txnOpen;
+        this.recordFault(fault, instance.id, event, open);
+        this.startSlot(slot.slot);
+        return;
+      }
+      case 'stop': {
+        const { instance, event } = await this.armAndWrite(slot, fault, 'stop', wave);
+        const open = event ? event.txnOpen : slot.txnOpen;
+        this.expectedExits.add(instance);
+        this.recordFault(fault, instance.id, event, open);
+        await instance.stop(5_000);
+        this.startSlot(slot.slot);
+        return;
+      }
+      case 'zombie': {
+        const { instance, event } = await this.armAndWrite(slot, fault, 'pause', wave);
+        instance.pause();
+        this.zombies.add(instance);
+        this.recordFault(fault, instance.id, event, event ? null : slot.txnOpen, 'paused; a replacement with the same identity starts');
+        const replacement = this.startSlot(slot.slot).current;
+        await this.waitForEvent(replacement, (e) => e.t === 'call' && e.point === 'after:commit', 20_000);
+        this.sink.system(`${instance.id} (the zombie) resumes`);
+        instance.resume();
+        const exited = await Promise.race([instance.exited.then(() => true), sleep(6_000, false)]);
+        if (!exited) {
+          this.sink.system(`${instance.id} (the zombie) kept running after it was fenced: stopping it.`);
+          await instance.stop(2_000);
+        }
+        this.zombies.delete(instance);
+        return;
+      }
+      case 'join': {
+        const next = Math.max(...this.slots.keys()) + 1;
+        await this.writeWave(wave);
+        await sleep(fault.delayMs);
+        this.recordFault(fault, `i${next}`, null, [...this.slots.values()].some((s) => s.txnOpen), 'a new instance joins the group');
+        this.startSlot(next);
+        return;
+      }
+      case 'send-error': {
+        const { instance, event } = await this.armAndWrite(slot, fault, 'error', wave);
+        if (event) this.recordFault(fault, instance.id, event, null, 'the send failed as if the partition leader had moved');
+        else this.recordFault(fault, instance.id, null, slot.txnOpen, 'not injected: the program made no send in time');
+        return;
+      }
+      case 'broker-restart': {
+        await this.writeWave(wave);
+        await this.waitForEvent(slot.current, (e) => e.t === 'call' && e.point === 'after:send', 4_000);
+        if (!this.options.control) {
+          this.recordFault(fault, 'broker', null, null, 'skipped: the cluster is external (KAFKA_BROKERS), so it is not restarted');
+          return;
+        }
+        const open = this.source?.kind === 'command' ? await this.brokerSaysTransactionOpen() : [...this.slots.values()].some((s) => s.txnOpen);
+        this.recordFault(fault, 'broker', null, open, 'every broker stops cleanly and starts again');
+        await this.options.control.restart();
+        this.sink.system('broker is back');
+        return;
+      }
+    }
+  }
+
+  private waitForEvent(instance: ProgramInstance, match: (e: ChildEvent) => boolean, timeoutMs: number): Promise<boolean> {
+    if (this.source?.kind !== 'bundle') return sleep(Math.min(timeoutMs, 1_500), true);
+    return new Promise((resolve) => {
+      const onEvent = (e: ChildEvent) => {
+        if (!match(e)) return;
+        done(true);
+      };
+      const timer = setTimeout(() => done(false), timeoutMs);
+      const done = (value: boolean) => {
+        clearTimeout(timer);
+        instance.off('event', onEvent);
+        resolve(value);
+      };
+      instance.on('event', onEvent);
+    });
+  }
+
+  // ---- progress --------------------------------------------------------------------------------
+
+  private async pollProgress(): Promise<void> {
+    if (this.phase === 'compiling' || this.phase === 'done') return this.emitProgress();
+    try {
+      const admin = this.kafka.admin();
+      await admin.connect();
+      try {
+        let processed = 0;
+        for (const topic of this.lab.definition.topics.filter((t) => t.role === 'input')) {
+          const [offsets] = await admin.fetchOffsets({ groupId: this.groupId, topics: [this.realTopic(topic.name)] });
+          for (const p of offsets?.partitions ?? []) {
+            const committedOffset = Number(p.offset);
+            processed += this.writer.written.filter((r) => r.committed && r.topic === topic.name && r.partition === p.partition && r.offset < committedOffset).length;
+          }
+        }
+        if (processed !== this.processed) this.lastProgressAt = Date.now();
+        this.processed = processed;
+      } finally {
+        await admin.disconnect();
+      }
+    } catch {
+      // The broker may be restarting (a fault): keep the last figure.
+    }
+    this.emitProgress();
+  }
+
+  private emitProgress(): void {
+    this.options.listener.progress({
+      mode: this.options.mode,
+      phase: this.phase,
+      processed: this.processed,
+      expected: this.expected || this.writer.written.filter((r) => r.committed).length,
+      elapsedMs: this.elapsed(),
+      limitMs: this.limitMs,
+      faultsDone: this.faultsDone,
+      faultsPlanned: this.faultsPlanned,
+    });
+  }
+
+  private async waitForProgress(timeoutMs: number): Promise<void> {
+    const before = this.processed;
+    const until = Date.now() + Math.max(0, timeoutMs);
+    while (Date.now() < until && this.processed === before && this.processed < this.expected) await sleep(200);
+  }
+
+  /** Waits until every committed input is accounted for, or nothing moved for a while. True if all done. */
+  private async settle(deadline: number): Promise<boolean> {
+    this.lastProgressAt = Date.now();
+    while (Date.now() < deadline) {
+      if (this.processed >= this.expected && this.zombies.size === 0) return true;
+      if (Date.now() - this.lastProgressAt > QUIET_MS && this.processed > 0) {
+        this.sink.system(`No progress for ${QUIET_MS / 1000} s with ${this.processed}/${this.expected} inputs processed: verifying now.`);
+        return true;
+      }
+      await sleep(200);
+    }
+    return false;
+  }
+
+  private mark(kind: TimelineEvent['kind'], instance: string, detail?: string): void {
+    this.timeline.push({ atMs: this.elapsed(), kind, instance, ...(detail ? { detail } : {}) });
+  }
+
+  private emitState(): void {
+    const instances = [...this.slots.values()].map((s) => ({ id: s.current.id, state: s.current.state, incarnation: s.incarnation }));
+    for (const z of this.zombies) instances.push({ id: `${z.id}-zombie`, state: z.state, incarnation: z.incarnation });
+    this.options.listener.state({
+      activity: this.stopping || this.phase === 'done' ? 'idle' : this.options.mode === 'run' ? 'running' : 'grading',
+      lab: this.lab.id,
+      instances,
+      topics: this.topicEnv(),
+    });
+  }
+
+  // ---- manual faults (Run mode) ----------------------------------------------------------------
+
+  async manualFault(kind: ManualFault, instanceId?: string): Promise<void> {
+    const slot = instanceId ? [...this.slots.values()].find((s) => s.current.id === instanceId) : this.slots.get(1);
+    if (!slot && kind !== 'broker-restart' && kind !== 'add-instance') throw new KafkaIqError('INVALID_INPUT', `No instance ${instanceId}: running are ${[...this.slots.values()].map((s) => s.current.id).join(', ')}.`);
+    const fault = (k: FaultRecord['kind'], instance: string, note: string) => this.recordFault({ kind: k, instance: 1, occurrence: 1, delayMs: 0 }, instance, null, slot?.txnOpen ?? null, note);
+    switch (kind) {
+      case 'kill':
+        fault('kill', slot!.current.id, 'killed by you (SIGKILL); restarting with the same identity');
+        this.expectedExits.add(slot!.current);
+        await slot!.current.kill();
+        this.startSlot(slot!.slot);
+        return;
+      case 'pause':
+        fault('zombie', slot!.current.id, 'paused by you (SIGSTOP)');
+        slot!.current.pause();
+        this.emitState();
+        return;
+      case 'resume':
+        slot!.current.resume();
+        this.sink.system(`${slot!.current.id} resumed (SIGCONT)`);
+        this.emitState();
+        return;
+      case 'add-instance': {
+        const next = Math.max(...this.slots.keys()) + 1;
+        if (next > 6) throw new KafkaIqError('LIMIT_EXCEEDED', 'At most 6 instances run at once.');
+        fault('join', `i${next}`, 'added by you: the group rebalances');
+        this.startSlot(next);
+        return;
+      }
+      case 'broker-restart':
+        if (!this.options.control) throw new KafkaIqError('INVALID_INPUT', 'This server uses an external cluster (KAFKA_BROKERS): it cannot restart the broker.');
+        fault('broker-restart', 'broker', 'restarted by you');
+        await this.options.control.restart();
+        this.sink.system('broker is back');
+        return;
+    }
+  }
+}

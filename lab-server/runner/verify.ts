@@ -1,0 +1,201 @@
+import type { Kafka } from 'kafkajs';
+import type { ExpectedRecord, LabDefinition } from '../../src/shared/lab.ts';
+import type { CheckName, CheckResult, FaultRecord } from '../../src/shared/report.ts';
+import { partitionOffsets, readTopic, type ReadRecord } from '../kafka/inspect.ts';
+import type { SeededRecord } from './seeder.ts';
+
+const MAX_EVIDENCE = 20;
+
+export interface VerifyInput {
+  kafka: Kafka;
+  brokers: string[];
+  lab: LabDefinition;
+  groupId: string;
+  realTopic: (logical: string) => string;
+  inputs: SeededRecord[];
+  faults: FaultRecord[];
+  /** Wall-clock time the run started, to place records after faults. */
+  startedAt: number;
+}
+
+export interface Verification {
+  checks: CheckResult[];
+  outputs: number;
+  abortedRecords: number;
+}
+
+const identity = (r: { topic: string; key: string | null; value: string | null }) => `${r.topic}\u0000${r.key}\u0000${r.value}`;
+const show = (v: string | null, max = 60) => (v === null ? 'null' : JSON.stringify(v.length > max ? `${v.slice(0, max)}…` : v));
+
+/**
+ * Reads the program's committed output the way a downstream read_committed consumer would, and
+ * read_uncommitted too, then decides every check of the lab with evidence a learner can follow.
+ */
+export async function verifyRun(input: VerifyInput): Promise<Verification> {
+  const { lab, kafka, brokers, realTopic } = input;
+  const outputTopics = lab.topics.filter((t) => t.role === 'output');
+  const logicalOf = new Map(lab.topics.map((t) => [realTopic(t.name), t.name]));
+
+  const committedOut: ReadRecord[] = [];
+  const uncommittedOut: ReadRecord[] = [];
+  const blocked: string[] = [];
+  const hanging: string[] = [];
+  for (const topic of outputTopics) {
+    const real = realTopic(topic.name);
+    const offsets = await partitionOffsets(brokers, real);
+    for (const p of offsets) {
+      if (p.lso < p.hwm) hanging.push(`${topic.name}-${p.partition}: LSO ${p.lso} < high watermark ${p.hwm} (${p.hwm - p.lso} records behind an open transaction)`);
+    }
+    const rc = await readTopic(kafka, brokers, real, { isolation: 'read_committed', timeoutMs: 15_000 });
+    const ru = await readTopic(kafka, brokers, real, { isolation: 'read_uncommitted', timeoutMs: 15_000 });
+    if (!rc.complete) blocked.push(`${topic.name}: the read_committed reader could not reach the end within 15 s`);
+    committedOut.push(...rc.records);
+    uncommittedOut.push(...ru.records);
+  }
+  const label = (r: ReadRecord) => `${logicalOf.get(r.topic) ?? r.topic}-${r.partition}@${r.offset}`;
+  const committedKeys = new Set(committedOut.map((r) => `${r.topic}/${r.partition}/${r.offset}`));
+  const abortedRecords = uncommittedOut.filter((r) => !committedKeys.has(`${r.topic}/${r.partition}/${r.offset}`)).length;
+
+  const faultBefore = (timestamp: number) => {
+    const at = timestamp - input.startedAt;
+    const fault = [...input.faults].reverse().find((f) => f.atMs <= at);
+    return fault ? ` [after fault ${fault.kind} on ${fault.instance}${fault.crashPoint ? ` at ${fault.crashPoint}` : ''}, +${((at - fault.atMs) / 1000).toFixed(1)} s]` : '';
+  };
+
+  // What every committed and every aborted input must (or must not) produce.
+  type Expectation = { input: SeededRecord; expected: ExpectedRecord };
+  const fromCommitted = new Map<string, Expectation>();
+  const fromAborted = new Map<string, Expectation>();
+  const expectedPerInput = new Map<number, string[]>();
+  for (const record of input.inputs) {
+    const outs = lab.transform(record);
+    const ids = outs.map((o) => identity({ topic: realTopic(o.topic), key: o.key, value: o.value }));
+    outs.forEach((expected, i) => (record.committed ? fromCommitted : fromAborted).set(ids[i]!, { input: record, expected }));
+    if (record.committed) expectedPerInput.set(record.index, ids);
+  }
+  const actual = new Map<string, ReadRecord[]>();
+  for (const r of committedOut) actual.set(identity(r), [...(actual.get(identity(r)) ?? []), r]);
+  const inputLabel = (r: SeededRecord) => `${r.topic}-${r.partition}@${r.offset} key=${r.key} value=${show(r.value)}`;
+
+  const results = new Map<CheckName, CheckResult>();
+  const result = (name: CheckName, failures: string[], okSummary: string, failSummary: (n: number) => string) => {
+    results.set(name, {
+      name,
+      passed: failures.length === 0,
+      summary: failures.length === 0 ? okSummary : failSummary(failures.length),
+      evidence: failures.slice(0, MAX_EVIDENCE).concat(failures.length > MAX_EVIDENCE ? [`… and ${failures.length - MAX_EVIDENCE} more`] : []),
+    });
+  };
+
+  // no-loss
+  const missing = [...fromCommitted].filter(([id]) => !actual.has(id));
+  const lossNotes = blocked.length || hanging.length ? [...hanging, ...blocked] : [];
+  result(
+    'no-loss',
+    missing.length ? [...lossNotes, ...missing.map(([, e]) => `missing output for input ${inputLabel(e.input)}`)] : [],
+    `all ${fromCommitted.size} expected outputs are committed`,
+    () => `${missing.length} of ${fromCommitted.size} expected outputs are missing from the committed output`,
+  );
+
+  // no-duplicates
+  const dupes = [...actual].filter(([, records]) => records.length > 1);
+  result(
+    'no-duplicates',
+    dupes.flatMap(([, records]) =>
+      records.slice(1).map((r) => `${label(r)} key=${r.key} value=${show(r.value)} duplicates ${label(records[0]!)}${faultBefore(r.timestamp)}`),
+    ),
+    'no output record appears twice',
+    () => `${dupes.reduce((n, [, r]) => n + r.length - 1, 0)} duplicate output records (${dupes.length} inputs processed more than once)`,
+  );
+
+  // no-aborted-reads
+  const abortedReads = committedOut.filter((r) => fromAborted.has(identity(r)));
+  result(
+    'no-aborted-reads',
+    abortedReads.map((r) => `${label(r)} value=${show(r.value)} comes from aborted input ${inputLabel(fromAborted.get(identity(r))!.input)}`),
+    `none of the ${input.inputs.filter((r) => !r.committed).length} aborted input records leaked into the output`,
+    (n) => `${n} output records were derived from input written in aborted transactions (read_uncommitted?)`,
+  );
+
+  // transform-correct
+  const wrong = committedOut.filter((r) => !fromCommitted.has(identity(r)) && !fromAborted.has(identity(r)));
+  const byValue = new Map<string, ExpectedRecord>();
+  for (const { expected } of fromCommitted.values()) byValue.set(`${expected.topic}\u0000${expected.value}`, expected);
+  result(
+    'transform-correct',
+    wrong.map((r) => {
+      const sameValue = byValue.get(`${logicalOf.get(r.topic)}\u0000${r.value}`);
+      return sameValue
+        ? `${label(r)} has key=${r.key} but the input's key is ${sameValue.key}`
+        : `${label(r)} key=${r.key} value=${show(r.value)} is not the lab's transform of any input`;
+    }),
+    'every output is the expected transform of its input, with the same key',
+    (n) => `${n} output records are not the expected transform of any input`,
+  );
+
+  // order-preserved: per output partition, outputs of one input partition keep their input order.
+  const orderFailures: string[] = [];
+  const partitions = new Map<string, ReadRecord[]>();
+  for (const r of committedOut) partitions.set(`${r.topic}/${r.partition}`, [...(partitions.get(`${r.topic}/${r.partition}`) ?? []), r]);
+  for (const records of partitions.values()) {
+    const lastByInputPartition = new Map<string, { offset: number; out: ReadRecord }>();
+    const seen = new Set<string>();
+    for (const r of records) {
+      const source = fromCommitted.get(identity(r));
+      if (!source || seen.has(identity(r))) continue;
+      seen.add(identity(r));
+      const key = `${source.input.topic}-${source.input.partition}`;
+      const previous = lastByInputPartition.get(key);
+      if (previous && previous.offset > source.input.offset) {
+        orderFailures.push(`${label(r)} (from ${key}@${source.input.offset}) comes after ${label(previous.out)} (from ${key}@${previous.offset})`);
+      }
+      lastByInputPartition.set(key, { offset: source.input.offset, out: r });
+    }
+  }
+  result('order-preserved', orderFailures, 'outputs keep the order of their input partition', (n) => `${n} outputs are out of input order`);
+
+  // atomic-fan-out: all outputs of an input, or none.
+  const partial: string[] = [];
+  for (const record of input.inputs) {
+    const ids = expectedPerInput.get(record.index);
+    if (!ids || ids.length < 2) continue;
+    const present = ids.filter((id) => actual.has(id)).length;
+    if (present > 0 && present < ids.length) partial.push(`input ${inputLabel(record)}: ${present} of ${ids.length} outputs committed`);
+  }
+  result('atomic-fan-out', partial, 'every input produced all of its outputs or none', (n) => `${n} inputs produced only part of their outputs`);
+
+  // offsets-consistent: the group's committed offsets end right after the last processed input.
+  const offsetFailures: string[] = [];
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    for (const topic of lab.topics.filter((t) => t.role === 'input')) {
+      const real = realTopic(topic.name);
+      const [committed] = await admin.fetchOffsets({ groupId: input.groupId, topics: [real] });
+      const ends = await partitionOffsets(brokers, real);
+      for (const end of ends) {
+        const lastData = Math.max(-1, ...input.inputs.filter((r) => r.topic === topic.name && r.partition === end.partition && r.committed).map((r) => r.offset));
+        const got = Number(committed?.partitions.find((p) => p.partition === end.partition)?.offset ?? -1);
+        if (lastData < 0) continue;
+        if (got < lastData + 1 || got > end.hwm) {
+          offsetFailures.push(
+            `${topic.name}-${end.partition}: group ${got < 0 ? 'has no committed offset' : `committed offset ${got}`}, expected between ${lastData + 1} (after the last record, offset ${lastData}) and ${end.hwm} (end of log)` +
+              (got === lastData ? ' — off by one: commit the offset of the NEXT record to read (last + 1)' : ''),
+          );
+        }
+      }
+    }
+  } finally {
+    await admin.disconnect();
+  }
+  result('offsets-consistent', offsetFailures, "the group's committed offsets end right after the last input", (n) => `${n} input partitions have wrong committed offsets`);
+
+  // no-hanging-transactions
+  result('no-hanging-transactions', hanging, 'no transaction was left open: every output LSO reached its high watermark', (n) => `${n} output partitions are blocked by an open transaction`);
+
+  return {
+    checks: lab.checks.map((name) => results.get(name)!),
+    outputs: committedOut.length,
+    abortedRecords,
+  };
+}

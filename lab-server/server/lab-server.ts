@@ -1,0 +1,174 @@
+/**
+ * The one process a learner talks to: a Node http server that serves the built course site,
+ * the attempts API and the `/ws` WebSocket of the lab workbench.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { describeError } from '../core/errors.ts';
+import type { AttemptStore } from './attempt-store.ts';
+import { handleAttemptsApi } from './attempts-api.ts';
+import { LabConnection, type ClusterInfo, type CreateSession } from './lab-connection.ts';
+import { createStaticHandler } from './static-files.ts';
+
+export type { ClusterInfo, CreateSession } from './lab-connection.ts';
+export { CLOSE_SESSION_TAKEN_OVER } from './lab-connection.ts';
+
+export const WS_PATH = '/ws';
+/** The largest client message (a 256 KB program is well below it, even JSON-escaped). */
+export const MAX_MESSAGE_BYTES = 400 * 1024;
+/** Close code and reason for a message over MAX_MESSAGE_BYTES (1009 = "message too big"). */
+export const CLOSE_MESSAGE_TOO_BIG = 1009;
+export const MESSAGE_TOO_BIG_REASON = `Message larger than ${MAX_MESSAGE_BYTES / 1024} KB (programs are limited to 256 KB)`;
+/**
+ * `ws` itself refuses frames above this and closes with 1009 but no reason; below it, our own
+ * check closes with a reason a person can read.
+ */
+const TRANSPORT_MAX_PAYLOAD = 4 * MAX_MESSAGE_BYTES;
+
+export interface LabServerOptions {
+  /** 0 picks a free port. */
+  port: number;
+  host?: string;
+  /** The built site (dist/). */
+  staticDir: string;
+  createSession: CreateSession;
+  store: AttemptStore;
+  cluster: ClusterInfo;
+  log?: (line: string) => void;
+  /** Ping interval; a client that has not answered the previous ping is dropped. */
+  keepaliveMs?: number;
+  /**
+   * Origins besides the server's own that may open the WebSocket (e.g. the Astro dev server).
+   * Browsers always send Origin: this stops other web sites from running programs through it.
+   */
+  allowedOrigins?: string[];
+}
+
+export interface LabServer {
+  readonly port: number;
+  /** http://host:port */
+  readonly url: string;
+  /** Closes every session (their runs stop) and the server. */
+  close(): Promise<void>;
+}
+
+export async function createLabServer(options: LabServerOptions): Promise<LabServer> {
+  const log = options.log ?? ((line: string) => console.log(`[lab-server] ${line}`));
+  const serveStatic = createStaticHandler(options.staticDir);
+  const connections = new Set<LabConnection>();
+  const bySession = new Map<string, LabConnection>();
+
+  const server = http.createServer((req, res) => {
+    try {
+      if (handleAttemptsApi(req, res, options.store)) return;
+    } catch (err) {
+      log(`attempts API failed: ${describeError(err)}`);
+      if (!res.headersSent) res.writeHead(500, { 'Content-Type': 'application/json' });
+      res.end(JSON.stringify({ error: 'Could not read the attempts' }));
+      return;
+    }
+    serveStatic(req, res).catch((err) => {
+      log(`static file failed: ${describeError(err)}`);
+      if (!res.headersSent) res.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' });
+      res.end('Server error\n');
+    });
+  });
+
+  const wss = new WebSocketServer({ noServer: true, maxPayload: TRANSPORT_MAX_PAYLOAD });
+  server.on('upgrade', (req, socket: Duplex, head) => {
+    const path = (req.url ?? '').split('?', 1)[0];
+    if (path !== WS_PATH) return rejectUpgrade(socket, 404, 'Not Found');
+    if (!originAllowed(req, options.allowedOrigins ?? [])) return rejectUpgrade(socket, 403, 'Forbidden');
+    wss.handleUpgrade(req, socket, head, (ws) => accept(ws));
+  });
+
+  function accept(ws: WebSocket) {
+    const connection = new LabConnection(ws, {
+      createSession: options.createSession,
+      store: options.store,
+      cluster: options.cluster,
+      log,
+      claimSession(sessionId, claimer) {
+        const previous = bySession.get(sessionId);
+        bySession.set(sessionId, claimer);
+        return previous === claimer ? undefined : previous;
+      },
+      releaseSession(sessionId, releaser) {
+        if (bySession.get(sessionId) === releaser) bySession.delete(sessionId);
+      },
+    });
+    connections.add(connection);
+    ws.on('pong', () => {
+      connection.alive = true;
+    });
+    ws.on('message', (data, isBinary) => {
+      const size = Array.isArray(data) ? data.reduce((n, b) => n + b.length, 0) : data instanceof ArrayBuffer ? data.byteLength : data.length;
+      if (size > MAX_MESSAGE_BYTES) {
+        ws.close(CLOSE_MESSAGE_TOO_BIG, MESSAGE_TOO_BIG_REASON);
+        return;
+      }
+      void connection.receive(data, isBinary);
+    });
+    // Transport errors (e.g. a frame over TRANSPORT_MAX_PAYLOAD) close the socket; 'close' cleans up.
+    ws.on('error', (err) => log(`websocket error: ${describeError(err)}`));
+    ws.on('close', () => {
+      connections.delete(connection);
+      void connection.dispose();
+    });
+  }
+
+  // Browsers that vanish (sleep, network change) never send a close frame; pings find them.
+  const keepalive = setInterval(() => {
+    for (const connection of connections) {
+      if (!connection.alive) {
+        connection.socket.terminate();
+        continue;
+      }
+      connection.alive = false;
+      connection.socket.ping();
+    }
+  }, options.keepaliveMs ?? 15_000);
+  keepalive.unref();
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host ?? '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const hostForUrl = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+
+  return {
+    port: address.port,
+    url: `http://${hostForUrl}:${address.port}`,
+    async close() {
+      clearInterval(keepalive);
+      const all = [...connections];
+      for (const connection of all) connection.socket.close(1001, 'Lab server is shutting down');
+      await Promise.all(all.map((connection) => connection.dispose()));
+      wss.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** Same origin as the page (Host header), an allowed origin, or no Origin at all (not a browser). */
+function originAllowed(req: http.IncomingMessage, allowed: string[]): boolean {
+  const origin = req.headers.origin;
+  if (origin === undefined) return true;
+  if (allowed.includes(origin)) return true;
+  try {
+    return new URL(origin).host === req.headers.host;
+  } catch {
+    return false;
+  }
+}
+
+function rejectUpgrade(socket: Duplex, status: number, text: string) {
+  socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+}

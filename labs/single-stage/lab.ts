@@ -1,0 +1,42 @@
+import { defineLab } from '../../src/shared/lab.ts';
+
+export default defineLab({
+  title: 'Single-stage pipeline: upper-case exactly once',
+  summary:
+    'Read every record of INPUT_TOPIC, write its value upper-cased with the same key to OUTPUT_TOPIC, and commit the input offsets in the same transaction, so that kills, restarts, a zombie and a broker restart never lose or duplicate a record.',
+  env: [
+    { name: 'KAFKA_BROKERS', description: 'Comma-separated bootstrap servers, e.g. 127.0.0.1:9092' },
+    { name: 'INPUT_TOPIC', description: 'Topic to read (3 partitions). Some of its records were written in aborted transactions.' },
+    { name: 'OUTPUT_TOPIC', description: 'Topic to write the upper-cased values to (3 partitions)' },
+    { name: 'GROUP_ID', description: 'Consumer group id to use' },
+    { name: 'TRANSACTIONAL_ID', description: 'transactional.id for your producer; the same on every restart of this instance' },
+  ],
+  topics: [
+    { name: 'input', env: 'INPUT_TOPIC', partitions: 3, role: 'input', description: 'Lower-case text records, keyed' },
+    { name: 'output', env: 'OUTPUT_TOPIC', partitions: 3, role: 'output', description: 'The same records, value upper-cased' },
+  ],
+  seeds: [{ topic: 'input', records: 150, keys: 12, transactionSize: 5, abortEvery: 4 }],
+  transform: (input) => [{ topic: 'output', key: input.key, value: input.value.toUpperCase() }],
+  faults: {
+    full: [
+      { kind: 'kill', at: ['after:send', 'before:commit'] },
+      { kind: 'kill', at: ['after:commit'] },
+      { kind: 'stop', at: ['after:send'] },
+      { kind: 'zombie', at: ['after:send', 'after:sendOffsets'] },
+      { kind: 'send-error', at: ['before:send'] },
+      { kind: 'broker-restart' },
+    ],
+    quick: [
+      { kind: 'kill', at: ['after:send'] },
+      { kind: 'kill', at: ['after:commit'] },
+      { kind: 'send-error', at: ['before:send'] },
+    ],
+  },
+  checks: ['no-loss', 'no-duplicates', 'no-aborted-reads', 'transform-correct', 'order-preserved', 'offsets-consistent', 'no-hanging-transactions'],
+  kafkajs: {
+    consumer: { sessionTimeout: 3_000, heartbeatInterval: 300, rebalanceTimeout: 5_000, maxWaitTimeInMs: 100 },
+    client: { retry: { initialRetryTime: 100, maxRetryTime: 1_000, retries: 10 } },
+  },
+  timeLimitMs: 120_000,
+  quickTimeLimitMs: 45_000,
+});

@@ -1,0 +1,73 @@
+// Single-stage exactly-once pipeline: consume, transform, produce and commit offsets atomically.
+import { Kafka, type EachBatchPayload } from 'kafkajs';
+
+const env = (name: string): string => {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set`);
+  return value;
+};
+
+const kafka = new Kafka({ clientId: 'upper-case', brokers: env('KAFKA_BROKERS').split(',') });
+const inputTopic = env('INPUT_TOPIC');
+const outputTopic = env('OUTPUT_TOPIC');
+const groupId = env('GROUP_ID');
+
+// readUncommitted: false is kafkajs's default; spelled out because it is the point.
+const consumer = kafka.consumer({ groupId, readUncommitted: false });
+const producer = kafka.producer({
+  transactionalId: env('TRANSACTIONAL_ID'),
+  idempotent: true,
+  maxInFlightRequests: 1,
+});
+
+await producer.connect(); // initTransactions: fences any older producer with our transactional.id
+await consumer.connect();
+await consumer.subscribe({ topic: inputTopic, fromBeginning: true });
+
+async function processBatch({ batch, resolveOffset, heartbeat }: EachBatchPayload) {
+  if (batch.messages.length === 0) return;
+  const transaction = await producer.transaction();
+  try {
+    await transaction.send({
+      topic: outputTopic,
+      messages: batch.messages.map((m) => ({ key: m.key, value: m.value?.toString().toUpperCase() ?? null })),
+    });
+    const next = (BigInt(batch.lastOffset()) + 1n).toString();
+    await transaction.sendOffsets({
+      consumerGroupId: groupId,
+      topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: next }] }],
+    });
+    await transaction.commit();
+  } catch (err) {
+    // Abort, then rethrow: kafkajs re-delivers the batch from the last committed offset.
+    await transaction.abort().catch(() => {});
+    throw err;
+  }
+  resolveOffset(batch.lastOffset());
+  console.log(`committed ${batch.messages.length} records from partition ${batch.partition} up to offset ${batch.lastOffset()}`);
+  await heartbeat();
+}
+
+await consumer.run({
+  autoCommit: false,
+  eachBatchAutoResolve: false,
+  eachBatch: processBatch,
+});
+
+// A fenced producer must stop: another instance with our transactional.id has taken over.
+// kafkajs wraps the broker's INVALID_PRODUCER_EPOCH / PRODUCER_FENCED in a non-retriable error.
+const isFenced = (err: unknown) => /fenced|old epoch|INVALID_PRODUCER_EPOCH/i.test(`${(err as { type?: string })?.type} ${(err as Error)?.message}`);
+consumer.on(consumer.events.CRASH, ({ payload }) => {
+  if (isFenced(payload.error)) {
+    console.error('fenced: a newer instance owns our transactional.id, exiting');
+    process.exit(1);
+  }
+});
+
+const shutdown = async () => {
+  await consumer.disconnect();
+  await producer.disconnect();
+  process.exit(0);
+};
+process.on('SIGTERM', shutdown);
+process.on('SIGINT', shutdown);
