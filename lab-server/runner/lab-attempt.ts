@@ -79,6 +79,7 @@ export class LabAttempt {
   private faultsPlanned = 0;
   private progressTimer: NodeJS.Timeout | null = null;
   private lastProgressAt = Date.now();
+  private nextWave: () => SeedTransaction[] = () => [];
 
   constructor(private readonly options: AttemptOptions) {
     this.lab = options.lab;
@@ -151,7 +152,9 @@ export class LabAttempt {
   private async gradeWithPlan(plan: FaultPlan, startedAtIso: string): Promise<GradeReport> {
     await this.prepare();
     const transactions = planSeedTransactions(this.lab.definition);
-    const waves = splitIntoWaves(transactions, plan.faults.length + 1);
+    // One wave per fault, one for the zombie's replacement to chew on, and a last one.
+    const waves = splitIntoWaves(transactions, plan.faults.length + 1 + plan.faults.filter((f) => f.kind === 'zombie').length);
+    this.nextWave = () => waves.shift() ?? [];
     this.expected = transactions.filter((t) => t.commit).reduce((n, t) => n + t.records.length, 0);
     this.sink.system(
       `Grading ${this.lab.id} (${this.options.mode === 'quick' ? 'quick' : 'full'}), seed ${plan.seed}: ${plan.faults.length} faults, ${this.expected} committed input records in ${waves.length} waves, limit ${Math.round(this.limitMs / 1000)} s.`,
@@ -163,8 +166,7 @@ export class LabAttempt {
 
     for (const fault of plan.faults) {
       if (Date.now() > deadline) break;
-      const wave = waves.shift() ?? [];
-      await this.injectFault(fault, wave);
+      await this.injectFault(fault, this.nextWave());
       this.faultsDone++;
       await this.waitForProgress(Math.min(15_000, deadline - Date.now()));
     }
@@ -467,6 +469,8 @@ export class LabAttempt {
         this.zombies.add(instance);
         this.recordFault(fault, instance.id, event, event ? null : slot.txnOpen, 'paused; a replacement with the same identity starts');
         const replacement = this.startSlot(slot.slot).current;
+        // New input, so the replacement has work of its own while the zombie is frozen mid-transaction.
+        await this.writeWave(this.nextWave());
         await this.waitForEvent(replacement, (e) => e.t === 'call' && e.point === 'after:commit', 20_000);
         this.sink.system(`${instance.id} (the zombie) resumes`);
         instance.resume();
@@ -501,8 +505,9 @@ export class LabAttempt {
         }
         const open = this.source?.kind === 'command' ? await this.brokerSaysTransactionOpen() : [...this.slots.values()].some((s) => s.txnOpen);
         this.recordFault(fault, 'broker', null, open, 'every broker stops cleanly and starts again');
+        const restartStarted = Date.now();
         await this.options.control.restart();
-        this.sink.system('broker is back');
+        this.sink.system(`broker is back after ${((Date.now() - restartStarted) / 1000).toFixed(1)} s`);
         return;
       }
     }

@@ -62,6 +62,11 @@ consumer.on(consumer.events.CRASH, ({ payload }) => {
     console.error('fenced: a newer instance owns our transactional.id, exiting');
     process.exit(1);
   }
+  // kafkajs gives up on errors it cannot retry; exit so the supervisor starts us afresh.
+  if (!payload.restart) {
+    console.error(`consumer stopped: ${payload.error.message}`);
+    process.exit(1);
+  }
 });
 
 const shutdown = async () => {

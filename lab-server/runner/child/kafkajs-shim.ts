@@ -131,7 +131,13 @@ export class Kafka extends (real.Kafka as Any) {
     super({ logLevel: real.logLevel.WARN, ...(config?.logCreator ? {} : { logCreator: readableLogCreator }), ...defaults.client, ...config });
   }
   producer(config: Any = {}) {
-    return wrapProducer(super.producer({ ...defaults.producer, ...config }));
+    const merged = { ...defaults.producer, ...config };
+    // An idempotent producer must retry without limit (kafkajs warns otherwise); keep only the
+    // lab's shorter backoff from the client-level default.
+    if ((merged.idempotent || merged.transactionalId) && !config.retry && defaults.client?.retry) {
+      merged.retry = { ...(defaults.client.retry as object), retries: Number.MAX_SAFE_INTEGER };
+    }
+    return wrapProducer(super.producer(merged));
   }
   consumer(config: Any = {}) {
     return wrapConsumer(super.consumer({ ...defaults.consumer, ...config }));
