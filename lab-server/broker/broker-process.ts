@@ -47,7 +47,7 @@ export class BrokerProcess {
 
   constructor(options: BrokerOptions = {}) {
     const count = options.nodes ?? 1;
-    const basePort = options.basePort ?? 9092;
+    const basePort = options.basePort ?? defaultBrokerPort();
     this.nodes = Array.from({ length: count }, (_, i) => ({
       nodeId: i + 1,
       port: basePort + i,
@@ -89,12 +89,21 @@ export class BrokerProcess {
     await Promise.all(this.nodes.map((n) => this.stopNode(n.nodeId)));
   }
 
-  /** The grader's "broker bounce": a clean stop and start with the same data. */
-  async restart(): Promise<void> {
-    await this.stop();
-    const java = findJava();
-    for (const node of this.nodes) this.spawnNode(node, java.command);
-    await this.waitUntilReady();
+  private restarting: Promise<void> | null = null;
+
+  /** The grader's "broker bounce": a clean stop and start with the same data. Concurrent calls share one bounce. */
+  restart(): Promise<void> {
+    this.restarting ??= (async () => {
+      try {
+        await this.stop();
+        const java = findJava();
+        for (const node of this.nodes) this.spawnNode(node, java.command);
+        await this.waitUntilReady();
+      } finally {
+        this.restarting = null;
+      }
+    })();
+    return this.restarting;
   }
 
   async stopNode(nodeId: number, signal: NodeJS.Signals = 'SIGTERM', timeoutMs = 20_000): Promise<void> {
@@ -312,6 +321,17 @@ function classDataSharingFlags(nodeId: number): string[] {
   if (fs.existsSync(archive)) return [`-XX:SharedArchiveFile=${archive}`, '-Xshare:auto'];
   // One writer only: the nodes of a cluster would race on the same file.
   return nodeId === 1 ? [`-XX:ArchiveClassesAtExit=${archive}`] : [];
+}
+
+/** 9092 unless KAFKAIQ_BROKER_PORT moves KafkaIQ's own broker (e.g. when 9092 is taken). */
+export function defaultBrokerPort(): number {
+  const raw = process.env.KAFKAIQ_BROKER_PORT;
+  if (!raw) return 9092;
+  const port = Number(raw);
+  if (!Number.isInteger(port) || port < 1024 || port > 55_000) {
+    throw new KafkaIqError('INVALID_INPUT', `KAFKAIQ_BROKER_PORT must be a port between 1024 and 55000, got "${raw}".`);
+  }
+  return port;
 }
 
 function classpath(): string {

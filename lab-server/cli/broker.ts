@@ -11,7 +11,7 @@ import { displayPath } from '../core/paths.ts';
 const { values } = parseArgs({ options: { cluster: { type: 'boolean', default: false }, port: { type: 'string' } } });
 const broker = new BrokerProcess({
   nodes: values.cluster ? 3 : 1,
-  basePort: values.port ? Number(values.port) : 9092,
+  basePort: values.port ? Number(values.port) : undefined,
   log: (line) => console.log(line),
 });
 

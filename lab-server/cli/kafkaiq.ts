@@ -16,7 +16,8 @@ import { checkLabs } from '../runner/check-labs.ts';
 
 const USAGE = `Usage:
   kafkaiq grade <lab> <file.ts | --cmd "command"> [--seed N] [--quick] [--json] [--verbose]
-  kafkaiq check [<lab>...] [--quick]      grade every lab's solution, starter and broken variants
+  kafkaiq check [<lab>...] [--quick] [--parallel N]
+                                          grade every lab's solution, starter, broken variants and command fixtures
   kafkaiq new <id>                        scaffold labs/<id>
   kafkaiq labs                            list the labs`;
 
@@ -44,6 +45,7 @@ async function main(argv: string[]): Promise<number> {
       json: { type: 'boolean', default: false },
       verbose: { type: 'boolean', short: 'v', default: false },
       help: { type: 'boolean', short: 'h', default: false },
+      parallel: { type: 'string' },
     },
   });
   const [command, ...rest] = positionals;
@@ -66,8 +68,12 @@ async function main(argv: string[]): Promise<number> {
   const cluster: KafkaCluster = await connectCluster({ log: (l) => console.error(l) });
   try {
     if (command === 'check') {
-      const ok = await checkLabs(rest.length ? rest : listLabIds(), cluster, { quick: values.quick, log: (l) => console.log(l) });
-      return ok ? 0 : 1;
+      const results = await checkLabs(rest.length ? rest : listLabIds(), cluster, {
+        quick: values.quick,
+        parallel: values.parallel ? Number(values.parallel) : undefined,
+        log: (l) => console.log(l),
+      });
+      return results.every((r) => r.ok) ? 0 : 1;
     }
     const [labId, file] = rest;
     if (!labId || (!file && !values.cmd)) throw new KafkaIqError('INVALID_INPUT', `grade needs a lab and a program.\n${USAGE}`);

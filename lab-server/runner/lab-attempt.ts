@@ -7,8 +7,10 @@ import { REPORT_VERSION, type FaultRecord, type GradeReport, type TimelineEvent,
 import type { BrokerControl } from '../broker/cluster.ts';
 import { describeError, KafkaIqError } from '../core/errors.ts';
 import { ROOT_DIR } from '../core/paths.ts';
+import { retry } from '../core/retry.ts';
 import { createKafka } from '../kafka/client.ts';
 import { partitionOffsets } from '../kafka/inspect.ts';
+import { brokerMaintenance } from '../broker/maintenance.ts';
 import type { LoadedLab } from '../labs/load-lab.ts';
 import type { ArmAction, ChildEvent } from './child/protocol.ts';
 import { DEFAULTS_ENV } from './child/protocol.ts';
@@ -46,7 +48,7 @@ interface Slot {
 }
 
 const MAX_SELF_RESTARTS = 15;
-const HIT_TIMEOUT_MS = 8_000;
+const HIT_TIMEOUT_MS = 5_000;
 const QUIET_MS = 6_000;
 
 /**
@@ -119,7 +121,7 @@ export class LabAttempt {
   async run(): Promise<void> {
     try {
       await this.prepare();
-      await this.writer.write(planSeedTransactions(this.lab.definition));
+      await brokerMaintenance.withShared(() => this.writer.write(planSeedTransactions(this.lab.definition)));
       this.mark('wave', 'grader', 'all input written');
       for (let i = 1; i <= this.lab.definition.instances; i++) this.startSlot(i);
       this.phase = 'running';
@@ -180,7 +182,7 @@ export class LabAttempt {
     this.phase = 'verifying';
     this.emitProgress();
     this.sink.system(`All instances stopped at +${(this.elapsed() / 1000).toFixed(1)} s; verifying the output as a read_committed consumer would see it.`);
-    const verification = await verifyRun({
+    const verification = await brokerMaintenance.withShared(() => verifyRun({
       kafka: this.kafka,
       brokers: this.options.brokers,
       lab: this.lab.definition,
@@ -189,7 +191,7 @@ export class LabAttempt {
       inputs: this.writer.written,
       faults: this.faults,
       startedAt: this.startedAt,
-    });
+    }));
     const failed = verification.checks.filter((c) => !c.passed);
     const hitTransaction = this.faults.some((f) => f.inTransaction === true);
     let verdict: Verdict;
@@ -276,10 +278,15 @@ export class LabAttempt {
     const admin = this.kafka.admin();
     try {
       await admin.connect();
-      await admin.createTopics({
-        waitForLeaders: true,
-        topics: this.lab.definition.topics.map((t) => ({ topic: this.realTopic(t.name), numPartitions: t.partitions })),
-      });
+      // Right after a broker restart the metadata can lag for a moment: retry, then give up clearly.
+      await retry(
+        () =>
+          admin.createTopics({
+            waitForLeaders: true,
+            topics: this.lab.definition.topics.map((t) => ({ topic: this.realTopic(t.name), numPartitions: t.partitions })),
+          }),
+        { retries: 6, minDelayMs: 250, maxDelayMs: 2_000, shouldRetry: (err) => !/already exists/i.test(describeError(err)) },
+      );
     } catch (err) {
       throw new KafkaIqError('BROKER_UNREACHABLE', `Kafka did not accept the lab topics (${describeError(err)}): is the broker running? Start it with 'npm run broker'.`, { cause: err });
     } finally {
@@ -369,7 +376,7 @@ export class LabAttempt {
 
   private async writeWave(wave: SeedTransaction[]): Promise<void> {
     if (!wave.length) return;
-    await this.writer.write(wave);
+    await brokerMaintenance.withShared(() => this.writer.write(wave));
     this.mark('wave', 'grader', `${wave.reduce((n, t) => n + t.records.length, 0)} records`);
   }
 
@@ -506,7 +513,7 @@ export class LabAttempt {
         const open = this.source?.kind === 'command' ? await this.brokerSaysTransactionOpen() : [...this.slots.values()].some((s) => s.txnOpen);
         this.recordFault(fault, 'broker', null, open, 'every broker stops cleanly and starts again');
         const restartStarted = Date.now();
-        await this.options.control.restart();
+        await brokerMaintenance.withExclusive(() => this.options.control!.restart());
         this.sink.system(`broker is back after ${((Date.now() - restartStarted) / 1000).toFixed(1)} s`);
         return;
       }
@@ -638,7 +645,7 @@ export class LabAttempt {
       case 'broker-restart':
         if (!this.options.control) throw new KafkaIqError('INVALID_INPUT', 'This server uses an external cluster (KAFKA_BROKERS): it cannot restart the broker.');
         fault('broker-restart', 'broker', 'restarted by you');
-        await this.options.control.restart();
+        await brokerMaintenance.withExclusive(() => this.options.control!.restart());
         this.sink.system('broker is back');
         return;
     }

@@ -124,11 +124,24 @@ export const labDefinitionSchema = z
       .strict(),
     checks: z.array(checkNameSchema).min(1).describe('Checks that decide the verdict; zero checks is never a pass'),
     instances: z.number().int().min(1).max(6).default(1).describe('Instances running at once (each with its own identity slot)'),
-    kafkajs: kafkajsDefaultsSchema.default({ consumer: {}, producer: {} }),
+    kafkajs: kafkajsDefaultsSchema.default({ consumer: {}, producer: {}, client: {} }),
     timeLimitMs: z.number().int().min(5_000).max(600_000).default(90_000).describe('Wall-clock limit of a full grade'),
     quickTimeLimitMs: z.number().int().min(5_000).max(600_000).default(40_000),
     /** Extra env the runtime gives, beyond topics, KAFKA_BROKERS, GROUP_ID and TRANSACTIONAL_ID. */
     cluster: z.enum(['single', 'three-nodes']).default('single').describe('Which broker setup the lab needs'),
+    commandFixtures: z
+      .array(
+        z
+          .object({
+            name: z.string().regex(/^[a-z0-9-]+$/),
+            command: z.string().min(1).describe('Run through /bin/sh from the project root with the lab env, e.g. a Java reference'),
+            expect: z.enum(['pass', 'fail']),
+            check: checkNameSchema.optional().describe('For expect: fail, the check it must fail'),
+          })
+          .strict(),
+      )
+      .default([])
+      .describe('Extra programs `kafkaiq check` grades with --cmd: references written in other languages, known-bad pipelines'),
   })
   .strict();
 export type LabDefinitionInput = z.input<typeof labDefinitionSchema>;

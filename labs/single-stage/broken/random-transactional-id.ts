@@ -1,0 +1,41 @@
+// expect-fail: no-duplicates
+// A new random transactional.id on every start: a restarted instance cannot fence its
+// predecessor, so a paused "zombie" commits its transaction after the replacement redid the work,
+// and a killed instance leaves its transaction open until the timeout.
+import { randomUUID } from 'node:crypto';
+import { Kafka } from 'kafkajs';
+
+const kafka = new Kafka({ clientId: 'upper-case', brokers: process.env.KAFKA_BROKERS!.split(',') });
+const groupId = process.env.GROUP_ID!;
+const consumer = kafka.consumer({ groupId });
+const producer = kafka.producer({ transactionalId: `upper-case-${randomUUID()}`, idempotent: true, maxInFlightRequests: 1 });
+
+await producer.connect();
+await consumer.connect();
+await consumer.subscribe({ topic: process.env.INPUT_TOPIC!, fromBeginning: true });
+await consumer.run({
+  autoCommit: false,
+  eachBatch: async ({ batch, resolveOffset }) => {
+    const txn = await producer.transaction();
+    try {
+      await txn.send({
+        topic: process.env.OUTPUT_TOPIC!,
+        messages: batch.messages.map((m) => ({ key: m.key, value: m.value!.toString().toUpperCase() })),
+      });
+      await txn.sendOffsets({
+        consumerGroupId: groupId,
+        topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: String(Number(batch.lastOffset()) + 1) }] }],
+      });
+      await txn.commit();
+    } catch (err) {
+      await txn.abort();
+      throw err;
+    }
+    resolveOffset(batch.lastOffset());
+  },
+});
+process.on('SIGTERM', async () => {
+  await consumer.disconnect();
+  await producer.disconnect();
+  process.exit(0);
+});

@@ -1,0 +1,39 @@
+// expect-fail: no-loss
+// Aborts the transaction when something fails, but then swallows the error and moves on: kafkajs
+// considers the batch done, and the next transaction commits offsets past records never written.
+import { Kafka } from 'kafkajs';
+
+const kafka = new Kafka({ clientId: 'upper-case', brokers: process.env.KAFKA_BROKERS!.split(',') });
+const groupId = process.env.GROUP_ID!;
+const consumer = kafka.consumer({ groupId });
+const producer = kafka.producer({ transactionalId: process.env.TRANSACTIONAL_ID!, idempotent: true, maxInFlightRequests: 1 });
+
+await producer.connect();
+await consumer.connect();
+await consumer.subscribe({ topic: process.env.INPUT_TOPIC!, fromBeginning: true });
+await consumer.run({
+  autoCommit: false,
+  eachBatch: async ({ batch, resolveOffset }) => {
+    const txn = await producer.transaction();
+    try {
+      await txn.send({
+        topic: process.env.OUTPUT_TOPIC!,
+        messages: batch.messages.map((m) => ({ key: m.key, value: m.value!.toString().toUpperCase() })),
+      });
+      await txn.sendOffsets({
+        consumerGroupId: groupId,
+        topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: String(Number(batch.lastOffset()) + 1) }] }],
+      });
+      await txn.commit();
+    } catch (err) {
+      await txn.abort();
+      console.error(`batch failed, skipping it: ${(err as Error).message}`);
+    }
+    resolveOffset(batch.lastOffset());
+  },
+});
+process.on('SIGTERM', async () => {
+  await consumer.disconnect();
+  await producer.disconnect();
+  process.exit(0);
+});
