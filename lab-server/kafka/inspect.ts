@@ -22,35 +22,84 @@ export interface PartitionOffsets {
   hwm: number;
 }
 
-export async function partitionOffsets(brokers: string[], topic: string): Promise<PartitionOffsets[]> {
-  const lists = async (isolationLevel: number, fromBeginning: boolean) => {
-    const cluster = new Cluster({
-      logger: createLogger({ level: LEVELS.NOTHING, logCreator: () => () => {} }),
-      socketFactory: socketFactory(),
-      brokers,
-      clientId: 'kafkaiq-offsets',
-      connectionTimeout: 3_000,
-      isolationLevel,
-      retry: { retries: 5 },
-    });
-    await cluster.connect();
-    try {
-      await cluster.addTargetTopic(topic);
-      await cluster.refreshMetadataIfNecessary();
-      const partitions = cluster.findTopicPartitionMetadata(topic).map((p: { partitionId: number }) => ({ partition: p.partitionId }));
-      const [result] = await cluster.fetchTopicsOffset([{ topic, fromBeginning, partitions }]);
-      return new Map<number, number>(result.partitions.map((p: { partition: number; offset: string }) => [p.partition, Number(p.offset)]));
-    } finally {
-      await cluster.disconnect();
+function createCluster(brokers: string[], isolationLevel: number) {
+  return new Cluster({
+    logger: createLogger({ level: LEVELS.NOTHING, logCreator: () => () => {} }),
+    socketFactory: socketFactory(),
+    brokers,
+    clientId: 'kafkaiq-offsets',
+    connectionTimeout: 3_000,
+    isolationLevel,
+    retry: { retries: 5 },
+  });
+}
+
+async function listOffsets(cluster: any, topic: string, fromBeginning: boolean): Promise<Map<number, number>> {
+  await cluster.addTargetTopic(topic);
+  await cluster.refreshMetadataIfNecessary();
+  const partitions = cluster.findTopicPartitionMetadata(topic).map((p: { partitionId: number }) => ({ partition: p.partitionId }));
+  const [result] = await cluster.fetchTopicsOffset([{ topic, fromBeginning, partitions }]);
+  return new Map<number, number>(result.partitions.map((p: { partition: number; offset: string }) => [p.partition, Number(p.offset)]));
+}
+
+/**
+ * Keeps two connections open (read_committed and read_uncommitted) for cheap, repeated offset
+ * questions: the grader polls "is a transaction open right now?" every few milliseconds.
+ */
+export class OffsetsProbe {
+  private readonly committed;
+  private readonly uncommitted;
+  private connected: Promise<void> | null = null;
+
+  constructor(brokers: string[]) {
+    this.committed = createCluster(brokers, READ_COMMITTED);
+    this.uncommitted = createCluster(brokers, READ_UNCOMMITTED);
+  }
+
+  private connect(): Promise<void> {
+    this.connected ??= Promise.all([this.committed.connect(), this.uncommitted.connect()]).then(() => {});
+    this.connected.catch(() => (this.connected = null));
+    return this.connected;
+  }
+
+  async offsets(topic: string): Promise<PartitionOffsets[]> {
+    await this.connect();
+    const [start, lso, hwm] = await Promise.all([
+      listOffsets(this.uncommitted, topic, true),
+      listOffsets(this.committed, topic, false),
+      listOffsets(this.uncommitted, topic, false),
+    ]);
+    return [...hwm.keys()].sort((a, b) => a - b).map((partition) => ({
+      partition,
+      logStart: start.get(partition) ?? 0,
+      lso: lso.get(partition) ?? 0,
+      hwm: hwm.get(partition) ?? 0,
+    }));
+  }
+
+  /** True when a transaction holds back read_committed readers on any partition of the topics. */
+  async transactionOpen(topics: string[]): Promise<boolean> {
+    await this.connect();
+    for (const topic of topics) {
+      const [lso, hwm] = await Promise.all([listOffsets(this.committed, topic, false), listOffsets(this.uncommitted, topic, false)]);
+      for (const [partition, end] of hwm) if ((lso.get(partition) ?? end) < end) return true;
     }
-  };
-  const [start, lso, hwm] = await Promise.all([lists(READ_UNCOMMITTED, true), lists(READ_COMMITTED, false), lists(READ_UNCOMMITTED, false)]);
-  return [...hwm.keys()].sort((a, b) => a - b).map((partition) => ({
-    partition,
-    logStart: start.get(partition) ?? 0,
-    lso: lso.get(partition) ?? 0,
-    hwm: hwm.get(partition) ?? 0,
-  }));
+    return false;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([this.committed.disconnect(), this.uncommitted.disconnect()]).catch(() => {});
+    this.connected = null;
+  }
+}
+
+export async function partitionOffsets(brokers: string[], topic: string): Promise<PartitionOffsets[]> {
+  const probe = new OffsetsProbe(brokers);
+  try {
+    return await probe.offsets(topic);
+  } finally {
+    await probe.close();
+  }
 }
 
 export interface ReadRecord {

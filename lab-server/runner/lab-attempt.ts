@@ -9,7 +9,7 @@ import { describeError, KafkaIqError } from '../core/errors.ts';
 import { ROOT_DIR } from '../core/paths.ts';
 import { retry } from '../core/retry.ts';
 import { createKafka } from '../kafka/client.ts';
-import { partitionOffsets } from '../kafka/inspect.ts';
+import { OffsetsProbe } from '../kafka/inspect.ts';
 import { brokerMaintenance } from '../broker/maintenance.ts';
 import type { LoadedLab } from '../labs/load-lab.ts';
 import type { ArmAction, ChildEvent } from './child/protocol.ts';
@@ -80,8 +80,9 @@ export class LabAttempt {
   private faultsDone = 0;
   private faultsPlanned = 0;
   private progressTimer: NodeJS.Timeout | null = null;
-  private lastProgressAt = Date.now();
   private nextWave: () => SeedTransaction[] = () => [];
+  private probe: OffsetsProbe | null = null;
+  private lastActivityAt = Date.now();
 
   constructor(private readonly options: AttemptOptions) {
     this.lab = options.lab;
@@ -316,6 +317,7 @@ export class LabAttempt {
     const slot: Slot = { slot: slotNumber, current: instance, incarnation, txnOpen: false, restartsInARow: previous?.restartsInARow ?? 0 };
     this.slots.set(slotNumber, slot);
     if (previous) this.restarts++;
+    this.lastActivityAt = Date.now();
     this.mark('start', instance.id, incarnation > 1 ? `incarnation ${incarnation}` : undefined);
     instance.on('line', (stream, line) => this.sink.line(instance.id, stream, line));
     instance.on('event', (event) => this.onChildEvent(slot, instance, event));
@@ -339,13 +341,14 @@ export class LabAttempt {
     if (this.stopping || this.expectedExits.has(instance) || this.zombies.has(instance) || slot.current !== instance) return;
     // A program that exits on its own is restarted, as a supervisor (systemd, Kubernetes) would.
     this.selfExits++;
-    slot.restartsInARow++;
+    // A clean exit (code 0) is a program that finished its input, e.g. Kafka's copier: not a crash loop.
+    if (code !== 0 || signal) slot.restartsInARow++;
     const reason = signal === 'SIGXCPU' ? 'its CPU-time limit' : signal ? `signal ${signal}` : `code ${code}`;
     if (slot.restartsInARow > MAX_SELF_RESTARTS) {
       this.sink.system(`${instance.id} exited (${reason}) ${MAX_SELF_RESTARTS} times in a row; no more restarts.`);
       return;
     }
-    const delay = Math.min(2_000, 250 * slot.restartsInARow);
+    const delay = Math.min(2_000, 250 * Math.max(1, slot.restartsInARow));
     this.sink.system(`${instance.id} exited on its own (${reason}); restarting it in ${(delay / 1000).toFixed(1)} s, like a supervisor would.`);
     setTimeout(() => {
       if (!this.stopping && slot.current === instance) this.startSlot(slot.slot);
@@ -367,6 +370,7 @@ export class LabAttempt {
     if (this.progressTimer) clearInterval(this.progressTimer);
     await Promise.all(this.liveInstances().map((i) => i.stop(2_000)));
     await this.writer.disconnect();
+    await this.probe?.close();
     fs.rmSync(this.workDir, { recursive: true, force: true });
     this.phase = 'done';
     this.emitState();
@@ -413,7 +417,11 @@ export class LabAttempt {
     }
     await this.writeWave(wave);
     const event = await hit;
-    if (!event) await sleep(fault.delayMs);
+    if (!event) {
+      // Without our wrapper (a --cmd program) the broker tells us when a transaction is open.
+      if (this.source?.kind === 'command') await this.waitForOpenTransaction(3_000);
+      else await sleep(fault.delayMs);
+    }
     return { instance, event };
   }
 
@@ -435,14 +443,21 @@ export class LabAttempt {
     return record;
   }
 
+  /** Polls the output partitions until one has an open transaction (LSO < HWM), or the time is up. */
+  private async waitForOpenTransaction(timeoutMs: number): Promise<boolean> {
+    const until = Date.now() + timeoutMs;
+    while (Date.now() < until) {
+      if (await this.brokerSaysTransactionOpen()) return true;
+      await sleep(2);
+    }
+    return false;
+  }
+
   /** For programs without our wrapper: was a transaction open? The broker knows (LSO < HWM). */
   private async brokerSaysTransactionOpen(): Promise<boolean | null> {
     try {
-      for (const topic of this.lab.definition.topics.filter((t) => t.role === 'output')) {
-        const offsets = await partitionOffsets(this.options.brokers, this.realTopic(topic.name));
-        if (offsets.some((p) => p.lso < p.hwm)) return true;
-      }
-      return false;
+      this.probe ??= new OffsetsProbe(this.options.brokers);
+      return await this.probe.transactionOpen(this.lab.definition.topics.filter((t) => t.role === 'output').map((t) => this.realTopic(t.name)));
     } catch {
       return null;
     }
@@ -553,7 +568,10 @@ export class LabAttempt {
             processed += this.writer.written.filter((r) => r.committed && r.topic === topic.name && r.partition === p.partition && r.offset < committedOffset).length;
           }
         }
-        if (processed !== this.processed) this.lastProgressAt = Date.now();
+        if (processed !== this.processed) {
+          this.lastActivityAt = Date.now();
+          for (const slot of this.slots.values()) slot.restartsInARow = 0;
+        }
         this.processed = processed;
       } finally {
         await admin.disconnect();
@@ -585,10 +603,10 @@ export class LabAttempt {
 
   /** Waits until every committed input is accounted for, or nothing moved for a while. True if all done. */
   private async settle(deadline: number): Promise<boolean> {
-    this.lastProgressAt = Date.now();
+    this.lastActivityAt = Date.now();
     while (Date.now() < deadline) {
       if (this.processed >= this.expected && this.zombies.size === 0) return true;
-      if (Date.now() - this.lastProgressAt > QUIET_MS && this.processed > 0) {
+      if (Date.now() - this.lastActivityAt > QUIET_MS && this.processed > 0) {
         this.sink.system(`No progress for ${QUIET_MS / 1000} s with ${this.processed}/${this.expected} inputs processed: verifying now.`);
         return true;
       }

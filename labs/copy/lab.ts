@@ -1,0 +1,56 @@
+import { defineLab } from '../../src/shared/lab.ts';
+
+// Kafka's own system test (tests/kafkatest/tests/core/transactions_test.py) copies one partition
+// transactionally while brokers and copiers are bounced. This lab is that scenario, graded.
+const COPIER =
+  "java -cp 'broker/lib/*' org.apache.kafka.tools.TransactionalMessageCopier --broker-list \"$KAFKA_BROKERS\" " +
+  '--input-topic "$INPUT_TOPIC" --input-partition 0 --output-topic "$OUTPUT_TOPIC" --consumer-group "$GROUP_ID" ' +
+  '--transactional-id "$TRANSACTIONAL_ID" --transaction-size 20';
+const CONSOLE_PIPE =
+  "java -cp 'broker/lib/*' org.apache.kafka.tools.consumer.ConsoleConsumer --bootstrap-server \"$KAFKA_BROKERS\" " +
+  '--topic "$INPUT_TOPIC" --group "$GROUP_ID" --from-beginning --property print.key=true --property key.separator=: ' +
+  "| java -cp 'broker/lib/*' org.apache.kafka.tools.ConsoleProducer --bootstrap-server \"$KAFKA_BROKERS\" " +
+  '--topic "$OUTPUT_TOPIC" --property parse.key=true --property key.separator=:';
+
+export default defineLab({
+  title: 'Copy a partition exactly once',
+  summary:
+    "Copy every committed record of INPUT_TOPIC (one partition) to OUTPUT_TOPIC (one partition): same key, same value, same order, each exactly once, with the input offsets committed in the same transaction. It is the scenario of Kafka's own transaction system test.",
+  env: [
+    { name: 'KAFKA_BROKERS', description: 'Comma-separated bootstrap servers, e.g. 127.0.0.1:9092' },
+    { name: 'INPUT_TOPIC', description: 'Topic to copy from (1 partition); some records were written in aborted transactions' },
+    { name: 'OUTPUT_TOPIC', description: 'Topic to copy to (1 partition)' },
+    { name: 'GROUP_ID', description: 'Consumer group whose committed offset records your progress' },
+    { name: 'TRANSACTIONAL_ID', description: 'transactional.id for your producer; the same on every restart' },
+  ],
+  topics: [
+    { name: 'input', env: 'INPUT_TOPIC', partitions: 1, role: 'input', description: 'Keyed text records' },
+    { name: 'output', env: 'OUTPUT_TOPIC', partitions: 1, role: 'output', description: 'An exact copy of the committed input' },
+  ],
+  seeds: [{ topic: 'input', records: 200, keys: 8, transactionSize: 10, abortEvery: 4 }],
+  transform: (input) => [{ topic: 'output', key: input.key, value: input.value }],
+  faults: {
+    full: [
+      { kind: 'kill', at: ['after:send', 'before:commit'] },
+      { kind: 'kill', at: ['after:commit'] },
+      { kind: 'stop', at: ['after:send'] },
+      { kind: 'zombie', at: ['after:send'] },
+      { kind: 'broker-restart' },
+    ],
+    quick: [
+      { kind: 'kill', at: ['after:send'] },
+      { kind: 'kill', at: ['after:commit'] },
+    ],
+  },
+  checks: ['no-loss', 'no-duplicates', 'no-aborted-reads', 'transform-correct', 'order-preserved', 'offsets-consistent', 'no-hanging-transactions'],
+  kafkajs: {
+    consumer: { sessionTimeout: 3_000, heartbeatInterval: 300, rebalanceTimeout: 5_000, maxWaitTimeInMs: 100 },
+    client: { retry: { initialRetryTime: 100, maxRetryTime: 1_000, retries: 10 } },
+  },
+  timeLimitMs: 120_000,
+  quickTimeLimitMs: 45_000,
+  commandFixtures: [
+    { name: 'transactional-message-copier', command: COPIER, expect: 'pass' },
+    { name: 'console-consumer-to-console-producer', command: CONSOLE_PIPE, expect: 'fail', check: 'no-aborted-reads' },
+  ],
+});

@@ -1,0 +1,103 @@
+// Fan-out exactly once: every order becomes a payment, a stock movement and a notification, and
+// all three are committed together with the consumed offsets in one transaction.
+import { Kafka, type EachBatchPayload, type KafkaMessage } from 'kafkajs';
+
+const env = (name: string): string => {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set`);
+  return value;
+};
+
+const kafka = new Kafka({ clientId: 'order-fan-out', brokers: env('KAFKA_BROKERS').split(',') });
+const ordersTopic = env('ORDERS_TOPIC');
+const paymentsTopic = env('PAYMENTS_TOPIC');
+const inventoryTopic = env('INVENTORY_TOPIC');
+const notificationsTopic = env('NOTIFICATIONS_TOPIC');
+const groupId = env('GROUP_ID');
+
+interface Order {
+  orderId: string;
+  customer: string;
+  sku: string;
+  quantity: number;
+  unitPriceCents: number;
+}
+
+// Each output is a pure function of the order: re-processing an order after a crash produces
+// byte-identical records, and the object literals fix the JSON field order.
+const toPayment = (o: Order) => JSON.stringify({ orderId: o.orderId, amountCents: o.quantity * o.unitPriceCents });
+const toInventory = (o: Order) => JSON.stringify({ orderId: o.orderId, sku: o.sku, quantity: -o.quantity });
+const toNotification = (o: Order) =>
+  JSON.stringify({ orderId: o.orderId, customer: o.customer, text: `Order ${o.orderId} confirmed: ${o.quantity} x ${o.sku}` });
+
+// Only committed orders: aborted ones must never turn into payments.
+const consumer = kafka.consumer({ groupId, readUncommitted: false });
+const producer = kafka.producer({
+  transactionalId: env('TRANSACTIONAL_ID'),
+  idempotent: true,
+  maxInFlightRequests: 1,
+});
+
+await producer.connect(); // initTransactions: fences an older producer with our id and aborts its open transaction
+await consumer.connect();
+await consumer.subscribe({ topic: ordersTopic, fromBeginning: true });
+
+async function processBatch({ batch, resolveOffset, heartbeat }: EachBatchPayload) {
+  if (batch.messages.length === 0) return;
+  const orders = batch.messages.map((m: KafkaMessage) => ({ key: m.key, order: JSON.parse(m.value!.toString()) as Order }));
+
+  const transaction = await producer.transaction();
+  try {
+    // Three topics, one transaction: a crash between these sends leaves an open transaction that
+    // the restarted instance aborts, so no reader ever sees a payment without its stock movement.
+    await transaction.send({ topic: paymentsTopic, messages: orders.map(({ key, order }) => ({ key, value: toPayment(order) })) });
+    await transaction.send({ topic: inventoryTopic, messages: orders.map(({ key, order }) => ({ key, value: toInventory(order) })) });
+    await transaction.send({
+      topic: notificationsTopic,
+      messages: orders.map(({ key, order }) => ({ key, value: toNotification(order) })),
+    });
+    // The input position moves in the same transaction: the next offset to read is last + 1.
+    const next = (BigInt(batch.lastOffset()) + 1n).toString();
+    await transaction.sendOffsets({
+      consumerGroupId: groupId,
+      topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: next }] }],
+    });
+    await transaction.commit();
+  } catch (err) {
+    // Abort and rethrow: kafkajs delivers the batch again from the last committed position.
+    await transaction.abort().catch(() => {});
+    throw err;
+  }
+  resolveOffset(batch.lastOffset());
+  console.log(`fanned out ${orders.length} orders from partition ${batch.partition} up to offset ${batch.lastOffset()}`);
+  await heartbeat();
+}
+
+await consumer.run({
+  autoCommit: false, // offsets travel inside the transaction, never on their own
+  eachBatchAutoResolve: false,
+  eachBatch: processBatch,
+});
+
+// Fenced: another instance now owns our transactional.id. Stop rather than fight it.
+const isFenced = (err: unknown) =>
+  /fenced|old epoch|INVALID_PRODUCER_EPOCH/i.test(`${(err as { type?: string })?.type} ${(err as Error)?.message}`);
+consumer.on(consumer.events.CRASH, ({ payload }) => {
+  if (isFenced(payload.error)) {
+    console.error('fenced: a newer instance owns our transactional.id, exiting');
+    process.exit(1);
+  }
+  // kafkajs gave up on an error it will not retry: exit and let the supervisor start us afresh.
+  if (!payload.restart) {
+    console.error(`consumer stopped: ${payload.error.message}`);
+    process.exit(1);
+  }
+});
+
+const shutdown = async () => {
+  await consumer.disconnect();
+  await producer.disconnect();
+  process.exit(0);
+};
+process.on('SIGTERM', shutdown);
+process.on('SIGINT', shutdown);
