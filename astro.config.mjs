@@ -2,6 +2,7 @@
 import { defineConfig } from 'astro/config';
 import mdx from '@astrojs/mdx';
 import starlight from '@astrojs/starlight';
+import { monacoLazyCss } from './src/components/workbench/build/monaco-lazy-css.mjs';
 
 // Course-site shell for KafkaIQ. Static output into dist/, Pagefind search (Starlight default).
 // The editor/terminal workbench is NOT part of the shell: it ships only with pages that render a lab.
@@ -32,4 +33,6 @@ export default defineConfig({
 		// expressive-code right after itself, and expressive-code must run before MDX.
 		mdx(),
 	],
+	// Keeps Monaco's CSS inside the lazily loaded workbench instead of on every page (see the plugin).
+	vite: { plugins: [monacoLazyCss()] },
 });

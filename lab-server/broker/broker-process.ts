@@ -79,6 +79,7 @@ export class BrokerProcess {
   async start(): Promise<void> {
     await ensureBrokerJars(this.log);
     const java = findJava();
+    this.claimDataDir();
     for (const node of this.nodes) await this.assertPortsFree(node);
     this.formatIfNeeded(java.command);
     for (const node of this.nodes) this.spawnNode(node, java.command);
@@ -124,6 +125,34 @@ export class BrokerProcess {
     await this.assertPortsFree(node);
     this.spawnNode(node, findJava().command);
     await this.waitUntilReady();
+  }
+
+  /** The process that owns this data dir, if it is still alive (another terminal, a test run). */
+  static liveOwner(dataDir: string): number | null {
+    try {
+      const pid = Number(fs.readFileSync(path.join(dataDir, 'owner.pid'), 'utf8'));
+      if (!pid || pid === process.pid) return null;
+      process.kill(pid, 0);
+      return pid;
+    } catch {
+      return null;
+    }
+  }
+
+  /** Two JVMs on one log dir would corrupt it: one KafkaIQ process owns a data dir at a time. */
+  private claimDataDir(): void {
+    const owner = BrokerProcess.liveOwner(this.dataDir);
+    if (owner) {
+      throw new KafkaIqError(
+        'PORT_TAKEN',
+        `The KafkaIQ broker in ${displayPath(this.dataDir)} belongs to process ${owner} (is 'npm run broker' or 'npm start' running?): use that one, or stop it first.`,
+      );
+    }
+    fs.mkdirSync(this.dataDir, { recursive: true });
+    fs.writeFileSync(path.join(this.dataDir, 'owner.pid'), String(process.pid));
+    process.once('exit', () => {
+      if (BrokerProcess.liveOwner(this.dataDir) === null) fs.rmSync(path.join(this.dataDir, 'owner.pid'), { force: true });
+    });
   }
 
   private async assertPortsFree(node: BrokerNode): Promise<void> {

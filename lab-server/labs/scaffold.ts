@@ -3,9 +3,9 @@ import path from 'node:path';
 import { labIdSchema } from '../../src/shared/lab.ts';
 import { parseWithFriendlyErrors } from '../../src/shared/validate.ts';
 import { KafkaIqError } from '../core/errors.ts';
-import { LABS_DIR } from '../core/paths.ts';
+import { LABS_DIR, ROOT_DIR } from '../core/paths.ts';
 
-const TEMPLATE_DIR = path.join(path.dirname(new URL(import.meta.url).pathname), 'template');
+const TEMPLATE_DIR = path.join(ROOT_DIR, 'lab-server/labs/template');
 
 /** `kafkaiq new <id>`: a lab folder that passes `kafkaiq check` before the author changes anything. */
 export function scaffoldLab(id: string): string {

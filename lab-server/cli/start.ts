@@ -1,0 +1,85 @@
+/**
+ * `npm start`: the whole course on one port. Uses KAFKA_BROKERS or a running KafkaIQ broker, or
+ * starts one; builds the site when sources are newer than dist/; serves site and lab server.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { connectCluster } from '../broker/cluster.ts';
+import { describeError, KafkaIqError } from '../core/errors.ts';
+import { ROOT_DIR } from '../core/paths.ts';
+import { createLabSession } from '../runner/lab-session.ts';
+import { openAttemptStore } from '../server/attempt-store.ts';
+import { createLabServer } from '../server/lab-server.ts';
+
+const DIST = path.join(ROOT_DIR, 'dist');
+
+function newestMtime(dir: string): number {
+  let newest = 0;
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (!entry.isFile()) continue;
+    newest = Math.max(newest, fs.statSync(path.join(entry.parentPath, entry.name)).mtimeMs);
+  }
+  return newest;
+}
+
+function siteIsStale(): boolean {
+  const index = path.join(DIST, 'index.html');
+  if (!fs.existsSync(index)) return true;
+  const built = fs.statSync(index).mtimeMs;
+  return ['src', 'labs'].some((dir) => newestMtime(path.join(ROOT_DIR, dir)) > built) || fs.statSync(path.join(ROOT_DIR, 'astro.config.mjs')).mtimeMs > built;
+}
+
+async function buildSite(): Promise<void> {
+  console.log('Building the course site (about a minute the first time)...');
+  const code = await new Promise<number>((resolve) => {
+    const child = spawn(process.execPath, [path.join(ROOT_DIR, 'node_modules/astro/astro.js'), 'build', '--silent'], { cwd: ROOT_DIR, stdio: 'inherit' });
+    child.on('close', (c) => resolve(c ?? 1));
+  });
+  if (code !== 0) throw new KafkaIqError('INTERNAL', `The site build failed (exit ${code}): see the output above, fix it, then run 'npm start' again.`);
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { rebuild: { type: 'boolean', default: false }, 'no-build': { type: 'boolean', default: false } } });
+  const port = Number(process.env.PORT ?? 4321);
+  const host = process.env.HOST ?? '127.0.0.1';
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new KafkaIqError('INVALID_INPUT', `PORT must be a port number, got "${process.env.PORT}".`);
+
+  const cluster = await connectCluster({ log: (line) => console.log(line) });
+  const origin = { external: 'using KAFKA_BROKERS', reused: 'using the KafkaIQ broker already running', started: 'started' }[cluster.origin];
+  console.log(`Kafka: ${cluster.brokers.join(',')} (${origin})`);
+  try {
+    if (!values['no-build'] && (values.rebuild || siteIsStale())) await buildSite();
+    const store = openAttemptStore();
+    const server = await createLabServer({
+      port,
+      host,
+      staticDir: DIST,
+      createSession: (options) => createLabSession({ ...options, cluster }),
+      store,
+      cluster: { brokers: cluster.brokers.join(','), brokerFaults: cluster.control !== null },
+    }).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'EADDRINUSE') throw new KafkaIqError('PORT_TAKEN', `Port ${port} is taken: stop the other program or choose another with PORT=4322 npm start.`);
+      throw err;
+    });
+    console.log(`\nKafkaIQ is ready: ${server.url}/  (Ctrl-C to stop)`);
+    const shutdown = async () => {
+      console.log('\nStopping...');
+      await server.close();
+      store.close();
+      await cluster.close();
+      process.exit(0);
+    };
+    process.once('SIGINT', shutdown);
+    process.once('SIGTERM', shutdown);
+  } catch (err) {
+    await cluster.close();
+    throw err;
+  }
+}
+
+main().catch((err) => {
+  console.error(`kafkaiq: ${describeError(err)}`);
+  process.exit(err instanceof KafkaIqError && !err.isInfrastructure ? 1 : 2);
+});

@@ -1,0 +1,39 @@
+// expect-fail: no-aborted-reads
+// Everything else is right, but the consumer reads uncommitted input, so records from the
+// producer's aborted transactions are processed as if they had happened.
+import { Kafka } from 'kafkajs';
+
+const kafka = new Kafka({ clientId: 'copier', brokers: process.env.KAFKA_BROKERS!.split(',') });
+const groupId = process.env.GROUP_ID!;
+const consumer = kafka.consumer({ groupId, readUncommitted: true });
+const producer = kafka.producer({ transactionalId: process.env.TRANSACTIONAL_ID!, idempotent: true, maxInFlightRequests: 1 });
+
+await producer.connect();
+await consumer.connect();
+await consumer.subscribe({ topic: process.env.INPUT_TOPIC!, fromBeginning: true });
+await consumer.run({
+  autoCommit: false,
+  eachBatch: async ({ batch, resolveOffset }) => {
+    const txn = await producer.transaction();
+    try {
+      await txn.send({
+        topic: process.env.OUTPUT_TOPIC!,
+        messages: batch.messages.map((m) => ({ key: m.key, value: m.value })),
+      });
+      await txn.sendOffsets({
+        consumerGroupId: groupId,
+        topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: String(Number(batch.lastOffset()) + 1) }] }],
+      });
+      await txn.commit();
+    } catch (err) {
+      await txn.abort();
+      throw err;
+    }
+    resolveOffset(batch.lastOffset());
+  },
+});
+process.on('SIGTERM', async () => {
+  await consumer.disconnect();
+  await producer.disconnect();
+  process.exit(0);
+});

@@ -1,0 +1,59 @@
+// Exactly-once copy of one partition: every batch is one transaction holding the copied records
+// and the consumer offset that follows them.
+import { Kafka } from 'kafkajs';
+
+const env = (name: string): string => {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set`);
+  return value;
+};
+
+const groupId = env('GROUP_ID');
+const kafka = new Kafka({ clientId: 'copier', brokers: env('KAFKA_BROKERS').split(',') });
+const consumer = kafka.consumer({ groupId, readUncommitted: false });
+const producer = kafka.producer({ transactionalId: env('TRANSACTIONAL_ID'), idempotent: true, maxInFlightRequests: 1 });
+
+await producer.connect();
+await consumer.connect();
+await consumer.subscribe({ topic: env('INPUT_TOPIC'), fromBeginning: true });
+
+await consumer.run({
+  autoCommit: false,
+  eachBatchAutoResolve: false,
+  eachBatch: async ({ batch, resolveOffset, heartbeat }) => {
+    if (batch.messages.length === 0) return;
+    const txn = await producer.transaction();
+    try {
+      await txn.send({
+        topic: env('OUTPUT_TOPIC'),
+        messages: batch.messages.map((m) => ({ key: m.key, value: m.value, headers: m.headers })),
+      });
+      await txn.sendOffsets({
+        consumerGroupId: groupId,
+        topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: String(Number(batch.lastOffset()) + 1) }] }],
+      });
+      await txn.commit();
+    } catch (err) {
+      await txn.abort().catch(() => {});
+      throw err;
+    }
+    resolveOffset(batch.lastOffset());
+    await heartbeat();
+    console.log(`copied ${batch.messages.length} records, next offset ${Number(batch.lastOffset()) + 1}`);
+  },
+});
+
+consumer.on(consumer.events.CRASH, ({ payload }) => {
+  if (!payload.restart || /fenced|old epoch/i.test(payload.error.message)) {
+    console.error(`stopping: ${payload.error.message}`);
+    process.exit(1);
+  }
+});
+
+const shutdown = async () => {
+  await consumer.disconnect();
+  await producer.disconnect();
+  process.exit(0);
+};
+process.on('SIGTERM', shutdown);
+process.on('SIGINT', shutdown);

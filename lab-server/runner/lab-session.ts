@@ -1,0 +1,197 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Kafka } from 'kafkajs';
+import type { ConsumedRecord, InspectCommand, InspectResult } from '../../src/shared/messages.ts';
+import type { GradeReport } from '../../src/shared/report.ts';
+import type { KafkaCluster } from '../broker/cluster.ts';
+import { KafkaIqError } from '../core/errors.ts';
+import { createKafka } from '../kafka/client.ts';
+import { OffsetsProbe, readTopic } from '../kafka/inspect.ts';
+import { listTransactions } from '../kafka/transactions.ts';
+import { loadLab } from '../labs/load-lab.ts';
+import type { LabSessionApi, ManualFault, SessionListener } from './contract.ts';
+import { LabAttempt, type AttemptMode } from './lab-attempt.ts';
+
+const MAX_CONSUMED = 500;
+
+export interface LabSessionOptions {
+  sessionId: string;
+  listener: SessionListener;
+  cluster: Pick<KafkaCluster, 'brokers' | 'control'>;
+}
+
+/**
+ * One learner's workbench: at most one run or grade at a time, in a namespace of their own. The
+ * latest attempt's topics are kept, so `consume` and `offsets` can look at what just happened.
+ */
+export class LabSession implements LabSessionApi {
+  private readonly prefix: string;
+  private readonly kafka: Kafka;
+  private attempts = 0;
+  private current: { attempt: LabAttempt; done: Promise<unknown>; mode: AttemptMode } | null = null;
+  private latest: LabAttempt | null = null;
+
+  constructor(private readonly options: LabSessionOptions) {
+    // Learner-chosen session ids never reach topic names directly: hash them, and add a per-process
+    // salt so a server restart never reuses a namespace.
+    const digest = createHash('sha256').update(options.sessionId).digest('hex').slice(0, 8);
+    this.prefix = `kiq-${digest}${randomBytes(2).toString('hex')}`;
+    this.kafka = createKafka(options.cluster.brokers, `kafkaiq-session-${digest}`);
+  }
+
+  private async begin(labId: string, code: string, mode: AttemptMode, seed?: number): Promise<LabAttempt> {
+    if (this.current) {
+      throw new KafkaIqError('BUSY', `A ${this.current.mode === 'run' ? 'run' : 'grade'} is still going: stop it first (Stop button or 'stop').`);
+    }
+    const lab = await loadLab(labId);
+    const previous = this.latest;
+    this.attempts++;
+    const attempt = new LabAttempt({
+      lab,
+      program: { kind: 'code', code },
+      brokers: this.options.cluster.brokers,
+      control: this.options.cluster.control,
+      namespace: `${this.prefix}-${this.attempts}`,
+      mode,
+      seed,
+      listener: this.options.listener,
+    });
+    this.latest = attempt;
+    void previous?.deleteTopics();
+    return attempt;
+  }
+
+  async run(labId: string, code: string): Promise<void> {
+    const attempt = await this.begin(labId, code, 'run');
+    const done = attempt.run();
+    this.current = { attempt, done, mode: 'run' };
+    try {
+      await done;
+    } finally {
+      this.current = null;
+    }
+  }
+
+  async grade(labId: string, code: string, options: { quick: boolean; seed?: number }): Promise<GradeReport> {
+    const mode = options.quick ? 'quick' : 'grade';
+    const attempt = await this.begin(labId, code, mode, options.seed);
+    const done = attempt.grade();
+    this.current = { attempt, done, mode };
+    try {
+      return await done;
+    } finally {
+      this.current = null;
+    }
+  }
+
+  async stop(): Promise<void> {
+    const current = this.current;
+    if (!current) return;
+    current.attempt.requestStop();
+    await current.done.catch(() => {});
+  }
+
+  async fault(kind: ManualFault, instance?: string): Promise<void> {
+    if (!this.current || this.current.mode !== 'run') {
+      throw new KafkaIqError('INVALID_INPUT', 'Faults can be injected into a Run only: press Run first (a Grade brings its own fault plan).');
+    }
+    await this.current.attempt.manualFault(kind, instance);
+  }
+
+  /** Resolves a name the learner typed: an env name (OUTPUT_TOPIC), a logical name (output) or a real topic. */
+  private resolveTopic(name: string): string {
+    const attempt = this.latest;
+    if (!attempt) throw new KafkaIqError('INVALID_INPUT', 'Nothing has run yet: press Run or Grade first, then inspect its topics.');
+    const env = attempt.topicEnv();
+    const real = env[name] ?? Object.values(env).find((t) => t === name || t.endsWith(`-${name}`));
+    if (!real) throw new KafkaIqError('INVALID_INPUT', `Unknown topic "${name}": try one of ${Object.keys(env).join(', ')} (or run 'topics').`);
+    return real;
+  }
+
+  async inspect(command: InspectCommand): Promise<InspectResult> {
+    const brokers = this.options.cluster.brokers;
+    switch (command.what) {
+      case 'topics': {
+        const attempt = this.latest;
+        if (!attempt) return { what: 'topics', topics: [] };
+        const admin = this.kafka.admin();
+        await admin.connect();
+        try {
+          const env = attempt.topicEnv();
+          const metadata = await admin.fetchTopicMetadata({ topics: Object.values(env) });
+          return {
+            what: 'topics',
+            topics: metadata.topics.map((t) => ({ name: t.name, env: Object.keys(env).find((k) => env[k] === t.name) ?? null, partitions: t.partitions.length })),
+          };
+        } finally {
+          await admin.disconnect();
+        }
+      }
+      case 'consume': {
+        const topic = this.resolveTopic(command.topic);
+        return { what: 'consume', topic, isolation: command.isolation, ...(await this.consume(topic, command.isolation)) };
+      }
+      case 'offsets': {
+        const topic = this.resolveTopic(command.topic);
+        const probe = new OffsetsProbe(brokers);
+        const admin = this.kafka.admin();
+        try {
+          await admin.connect();
+          const offsets = await probe.offsets(topic);
+          const [group] = await admin.fetchOffsets({ groupId: this.latest!.groupId, topics: [topic] });
+          return {
+            what: 'offsets',
+            topic,
+            partitions: offsets.map((p) => {
+              const committed = Number(group?.partitions.find((g) => g.partition === p.partition)?.offset ?? -1);
+              return { ...p, committed: committed >= 0 ? committed : null, blockedLag: p.hwm - p.lso };
+            }),
+          };
+        } finally {
+          await probe.close();
+          await admin.disconnect();
+        }
+      }
+      case 'txns':
+        return { what: 'txns', transactions: await listTransactions(brokers, this.prefix) };
+    }
+  }
+
+  /**
+   * Shows a topic the way each isolation level sees it, plus what it hides: records of aborted
+   * transactions, records of still-open ones, and the offsets taken by commit/abort markers.
+   */
+  private async consume(topic: string, isolation: 'read_committed' | 'read_uncommitted'): Promise<{ records: ConsumedRecord[]; truncated: boolean }> {
+    const brokers = this.options.cluster.brokers;
+    const probe = new OffsetsProbe(brokers);
+    let offsets;
+    try {
+      offsets = await probe.offsets(topic);
+    } finally {
+      await probe.close();
+    }
+    const committed = await readTopic(this.kafka, brokers, topic, { isolation: 'read_committed', timeoutMs: 5_000 });
+    const uncommitted = await readTopic(this.kafka, brokers, topic, { isolation: 'read_uncommitted', timeoutMs: 5_000 });
+    const committedAt = new Set(committed.records.map((r) => `${r.partition}/${r.offset}`));
+    const records: ConsumedRecord[] = [];
+    for (const p of offsets) {
+      const data = uncommitted.records.filter((r) => r.partition === p.partition);
+      const byOffset = new Map(data.map((r) => [r.offset, r]));
+      for (let offset = p.logStart; offset < p.hwm; offset++) {
+        const r = byOffset.get(offset);
+        const status: ConsumedRecord['status'] = !r ? 'marker' : committedAt.has(`${p.partition}/${offset}`) ? 'committed' : offset >= p.lso ? 'open' : 'aborted';
+        if (isolation === 'read_committed' && (status === 'aborted' || status === 'open')) continue;
+        records.push({ partition: p.partition, offset, key: r?.key ?? null, value: r?.value ?? null, status });
+      }
+    }
+    return { records: records.slice(0, MAX_CONSUMED), truncated: records.length > MAX_CONSUMED };
+  }
+
+  async dispose(): Promise<void> {
+    await this.stop();
+    await this.latest?.deleteTopics();
+  }
+}
+
+export function createLabSession(options: LabSessionOptions): LabSessionApi {
+  return new LabSession(options);
+}
