@@ -20,7 +20,11 @@ const producer = kafka.producer({
   maxInFlightRequests: 1,
 });
 
-await producer.connect(); // initTransactions: fences any older producer with our transactional.id
+await producer.connect();
+// kafkajs registers the transactional.id (InitProducerId) at the first transaction, not at connect.
+// Do it now, before the consumer reads its committed offsets: this fences any older instance with
+// our id and aborts its open transaction, so the offsets we resume from are final.
+await (await producer.transaction()).abort();
 await consumer.connect();
 await consumer.subscribe({ topic: inputTopic, fromBeginning: true });
 

@@ -14,6 +14,10 @@ const consumer = kafka.consumer({ groupId, readUncommitted: false });
 const producer = kafka.producer({ transactionalId: env('TRANSACTIONAL_ID'), idempotent: true, maxInFlightRequests: 1 });
 
 await producer.connect();
+// kafkajs registers the transactional.id (InitProducerId) at the first transaction, not at connect.
+// Do it now, before the consumer reads its committed offsets: this fences any older instance with
+// our id and aborts its open transaction, so the offsets we resume from are final.
+await (await producer.transaction()).abort();
 await consumer.connect();
 await consumer.subscribe({ topic: env('INPUT_TOPIC'), fromBeginning: true });
 

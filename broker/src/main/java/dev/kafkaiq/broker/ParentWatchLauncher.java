@@ -13,6 +13,8 @@ import java.util.Arrays;
  * Linux-only tricks such as PR_SET_PDEATHSIG.
  */
 public final class ParentWatchLauncher {
+    private static final long HALT_AFTER_MS = 20_000;
+
     private ParentWatchLauncher() {}
 
     public static void main(String[] args) throws Exception {
@@ -38,6 +40,19 @@ public final class ParentWatchLauncher {
             // A broken pipe means the same as EOF: the parent is gone.
         }
         System.err.println("[kafkaiq] parent process gone: shutting the broker down");
+        // A broker that failed half-way through start-up can hang in its shutdown hook; never
+        // leave an orphan JVM behind: halt if the clean shutdown takes too long.
+        Thread halter = new Thread(() -> {
+            try {
+                Thread.sleep(HALT_AFTER_MS);
+            } catch (InterruptedException ignored) {
+                // exiting anyway
+            }
+            System.err.println("[kafkaiq] clean shutdown took too long: halting");
+            Runtime.getRuntime().halt(1);
+        }, "parent-watch-halter");
+        halter.setDaemon(true);
+        halter.start();
         System.exit(0);
     }
 }
