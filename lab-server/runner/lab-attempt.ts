@@ -302,6 +302,8 @@ export class LabAttempt {
       ...this.topicEnv(),
       GROUP_ID: this.groupId,
       TRANSACTIONAL_ID: `${this.namespace}-tx-${slot}`,
+      // Shared by every instance: for one transactional.id per input partition (see the zombie lab).
+      TRANSACTIONAL_ID_PREFIX: `${this.namespace}-tx`,
       INSTANCE_ID: `i${slot}`,
       KAFKAJS_NO_PARTITIONER_WARNING: '1',
       [DEFAULTS_ENV]: JSON.stringify(this.lab.definition.kafkajs),
@@ -493,10 +495,13 @@ export class LabAttempt {
         const replacement = this.startSlot(slot.slot).current;
         // New input, so the replacement has work of its own while the zombie is frozen mid-transaction.
         await this.writeWave(this.nextWave());
-        await this.waitForEvent(replacement, (e) => e.t === 'call' && e.point === 'after:commit', 20_000);
+        // Resume the zombie once the replacement has redone work: its first commit, or (for a
+        // program without transactions) its first sends plus a moment.
+        const sent = await this.waitForEvent(replacement, (e) => e.t === 'call' && (e.point === 'after:commit' || e.point === 'after:send'), 20_000);
+        if (sent) await this.waitForEvent(replacement, (e) => e.t === 'call' && e.point === 'after:commit', 1_500);
         this.sink.system(`${instance.id} (the zombie) resumes`);
         instance.resume();
-        const exited = await Promise.race([instance.exited.then(() => true), sleep(6_000, false)]);
+        const exited = await Promise.race([instance.exited.then(() => true), sleep(4_000, false)]);
         if (!exited) {
           this.sink.system(`${instance.id} (the zombie) kept running after it was fenced: stopping it.`);
           await instance.stop(2_000);

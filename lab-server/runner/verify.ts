@@ -67,8 +67,9 @@ export async function verifyRun(input: VerifyInput): Promise<Verification> {
   const fromCommitted = new Map<string, Expectation>();
   const fromAborted = new Map<string, Expectation>();
   const expectedPerInput = new Map<number, string[]>();
+  const context = { committed: input.inputs.filter((r) => r.committed) };
   for (const record of input.inputs) {
-    const outs = lab.transform(record);
+    const outs = lab.transform(record, context);
     const ids = outs.map((o) => identity({ topic: realTopic(o.topic), key: o.key, value: o.value }));
     outs.forEach((expected, i) => (record.committed ? fromCommitted : fromAborted).set(ids[i]!, { input: record, expected }));
     if (record.committed) expectedPerInput.set(record.index, ids);

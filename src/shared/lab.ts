@@ -44,8 +44,18 @@ export interface ExpectedRecord {
 }
 
 export type SeedValueFn = (index: number, key: string) => string;
-/** The lab's function: which outputs a committed input must produce (same key unless the lab says otherwise). */
-export type TransformFn = (input: SeedRecord) => ExpectedRecord[];
+
+/** What a transform may look at besides its input: joins and aggregates depend on other inputs. */
+export interface TransformContext {
+  /** Every committed input record of the run, in seeding order. */
+  committed: readonly SeedRecord[];
+}
+
+/**
+ * The lab's function: which outputs an input must produce if it is committed (for aborted
+ * inputs the grader calls it too, to recognise outputs that must not exist).
+ */
+export type TransformFn = (input: SeedRecord, context: TransformContext) => ExpectedRecord[];
 
 const fn = <T>(what: string) => z.custom<T>((v) => typeof v === 'function', { message: `must be a function (${what})` });
 
