@@ -276,6 +276,11 @@ export class LabAttempt {
     }
     this.phase = 'preparing';
     this.emitProgress();
+    await brokerMaintenance.withShared(() => this.createTopics());
+    await this.writer.connect();
+  }
+
+  private async createTopics(): Promise<void> {
     const admin = this.kafka.admin();
     try {
       await admin.connect();
@@ -293,7 +298,6 @@ export class LabAttempt {
     } finally {
       await admin.disconnect();
     }
-    await this.writer.connect();
   }
 
   private env(slot: number): Record<string, string> {

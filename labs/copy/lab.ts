@@ -8,9 +8,9 @@ const COPIER =
   '--transactional-id "$TRANSACTIONAL_ID" --transaction-size 20';
 const CONSOLE_PIPE =
   "java -cp 'broker/lib/*' org.apache.kafka.tools.consumer.ConsoleConsumer --bootstrap-server \"$KAFKA_BROKERS\" " +
-  '--topic "$INPUT_TOPIC" --group "$GROUP_ID" --from-beginning --property print.key=true --property key.separator=: ' +
+  '--topic "$INPUT_TOPIC" --group "$GROUP_ID" --from-beginning --formatter-property print.key=true --formatter-property key.separator=: ' +
   "| java -cp 'broker/lib/*' org.apache.kafka.tools.ConsoleProducer --bootstrap-server \"$KAFKA_BROKERS\" " +
-  '--topic "$OUTPUT_TOPIC" --property parse.key=true --property key.separator=:';
+  '--topic "$OUTPUT_TOPIC" --reader-property parse.key=true --reader-property key.separator=:';
 
 export default defineLab({
   title: 'Copy a partition exactly once',

@@ -1,0 +1,94 @@
+/**
+ * Monaco, bundled locally: the core API, only the editor features a TypeScript learner needs,
+ * the TypeScript language (syntax + the TS language service in a worker), and the type
+ * definitions learner programs see: kafkajs's own and a small Node subset. Runs once per page.
+ *
+ * monaco-editor 0.57 has an exports map: `monaco-editor/<path>` resolves to `esm/vs/<path>.js`.
+ * The TypeScript defaults are a named export of the language's register module in 0.57 (the old
+ * `monaco.languages.typescript` namespace is a deprecated stub).
+ */
+import * as monaco from 'monaco-editor/editor/editor.api';
+import {
+  ModuleKind,
+  ModuleResolutionKind,
+  ScriptTarget,
+  typescriptDefaults,
+} from 'monaco-editor/languages/features/typescript/register';
+import EditorWorker from 'monaco-editor/editor/editor.worker?worker';
+import TsWorker from 'monaco-editor/language/typescript/ts.worker?worker';
+import kafkajsTypes from 'kafkajs/types/index.d.ts?raw';
+import learnerNodeTypes from './learner-node-types.d.ts.txt?raw';
+// Syntax colouring for TypeScript (the language service alone does not tokenize).
+import 'monaco-editor/languages/definitions/typescript/register';
+// Editor features. editor.api is the bare editor; these are the parts of editor.main a learner
+// uses, without its 80 other languages.
+import 'monaco-editor/editor/browser/coreCommands';
+import 'monaco-editor/editor/browser/widget/codeEditor/codeEditorWidget';
+import 'monaco-editor/editor/contrib/bracketMatching/browser/bracketMatching';
+import 'monaco-editor/editor/contrib/caretOperations/browser/caretOperations';
+import 'monaco-editor/editor/contrib/clipboard/browser/clipboard';
+import 'monaco-editor/editor/contrib/codeAction/browser/codeActionContributions';
+import 'monaco-editor/editor/contrib/comment/browser/comment';
+import 'monaco-editor/editor/contrib/contextmenu/browser/contextmenu';
+import 'monaco-editor/editor/contrib/cursorUndo/browser/cursorUndo';
+import 'monaco-editor/editor/contrib/find/browser/findController';
+import 'monaco-editor/editor/contrib/folding/browser/folding';
+import 'monaco-editor/editor/contrib/format/browser/formatActions';
+import 'monaco-editor/editor/contrib/gotoError/browser/gotoError';
+import 'monaco-editor/editor/contrib/gotoError/browser/markerSelectionStatus';
+import 'monaco-editor/editor/contrib/gotoSymbol/browser/goToCommands';
+import 'monaco-editor/editor/contrib/gotoSymbol/browser/link/goToDefinitionAtPosition';
+import 'monaco-editor/editor/contrib/hover/browser/hoverContribution';
+import 'monaco-editor/editor/contrib/indentation/browser/indentation';
+import 'monaco-editor/editor/contrib/linesOperations/browser/linesOperations';
+import 'monaco-editor/editor/contrib/multicursor/browser/multicursor';
+import 'monaco-editor/editor/contrib/parameterHints/browser/parameterHints';
+import 'monaco-editor/editor/contrib/rename/browser/rename';
+import 'monaco-editor/editor/contrib/smartSelect/browser/smartSelect';
+import 'monaco-editor/editor/contrib/snippet/browser/snippetController2';
+import 'monaco-editor/editor/contrib/suggest/browser/suggestController';
+import 'monaco-editor/editor/contrib/toggleTabFocusMode/browser/toggleTabFocusMode';
+import 'monaco-editor/editor/contrib/wordHighlighter/browser/wordHighlighter';
+import 'monaco-editor/editor/contrib/wordOperations/browser/wordOperations';
+import 'monaco-editor/editor/standalone/browser/quickAccess/standaloneCommandsQuickAccess';
+import 'monaco-editor/editor/common/standaloneStrings';
+// (The codicon icon font CSS comes in with the suggest widget.)
+
+export { monaco };
+
+/** Where the language service finds the learner's imports (it resolves like Node from file:///). */
+export const KAFKAJS_TYPES_URI = 'file:///node_modules/kafkajs/index.d.ts';
+export const NODE_TYPES_URI = 'file:///node_modules/@types/node/index.d.ts';
+
+let configured = false;
+
+export function setupMonaco(): typeof monaco {
+  if (configured) return monaco;
+  configured = true;
+
+  // Workers come from our own bundle (Vite `?worker`), never from a CDN.
+  self.MonacoEnvironment = {
+    getWorker(_workerId: string, label: string) {
+      return label === 'typescript' || label === 'javascript' ? new TsWorker() : new EditorWorker();
+    },
+  };
+
+  typescriptDefaults.setCompilerOptions({
+    // 9 = ES2022 and 100 = Bundler in TypeScript 5.9; monaco's enums predate both values.
+    target: 9 as ScriptTarget,
+    lib: ['es2022'],
+    module: ModuleKind.ESNext,
+    moduleResolution: 100 as ModuleResolutionKind,
+    // Every program is a module, so top-level await works even before the first import.
+    moduleDetection: 3,
+    strict: true,
+    esModuleInterop: true,
+    skipLibCheck: true,
+    noEmit: true,
+    allowNonTsExtensions: true,
+  });
+  typescriptDefaults.setDiagnosticsOptions({ noSemanticValidation: false, noSyntaxValidation: false });
+  typescriptDefaults.addExtraLib(kafkajsTypes, KAFKAJS_TYPES_URI);
+  typescriptDefaults.addExtraLib(learnerNodeTypes, NODE_TYPES_URI);
+  return monaco;
+}

@@ -1,0 +1,68 @@
+/**
+ * <kiq-lab>: the only workbench code a lesson loads up front (a few hundred bytes). It waits
+ * until the lab scrolls near the viewport, then imports the workbench (Monaco, xterm...) and
+ * mounts it. Astro's client:visible needs a UI framework; a custom element does the same job.
+ */
+
+import type { Disposable } from './dom.ts';
+
+class KiqLabElement extends HTMLElement {
+  private observer: IntersectionObserver | null = null;
+  private workbench: Disposable | null = null;
+  private detached = false;
+
+  connectedCallback() {
+    this.detached = false;
+    if (this.workbench || this.observer) return;
+    this.observer = new IntersectionObserver(
+      (entries) => {
+        if (!entries.some((entry) => entry.isIntersecting)) return;
+        this.stopObserving();
+        void this.hydrate();
+      },
+      // Start loading a little before the lab is visible: Monaco takes a moment.
+      { rootMargin: '300px 0px' },
+    );
+    this.observer.observe(this);
+  }
+
+  disconnectedCallback() {
+    this.detached = true;
+    this.stopObserving();
+    this.workbench?.dispose();
+    this.workbench = null;
+  }
+
+  private stopObserving() {
+    this.observer?.disconnect();
+    this.observer = null;
+  }
+
+  private async hydrate() {
+    const status = this.querySelector<HTMLElement>('[data-kiq-lab-status]');
+    const mountPoint = this.querySelector<HTMLElement>('[data-kiq-lab-mount]');
+    const data = this.querySelector('script[type="application/json"]')?.textContent;
+    if (!mountPoint || !data) return;
+    if (status) status.textContent = 'Loading the workbench…';
+    try {
+      const { mountWorkbench } = await import('./workbench.ts');
+      if (this.detached) return;
+      this.workbench = mountWorkbench(mountPoint, JSON.parse(data));
+      this.dataset.state = 'ready';
+    } catch (err) {
+      console.error('[kafkaiq] the workbench failed to load', err);
+      const message = `The workbench failed to load: ${err instanceof Error ? err.message : String(err)}. Reload the page to try again.`;
+      if (status?.isConnected) status.textContent = message;
+      else {
+        // It failed half-way through mounting: replace the half-built workbench.
+        const note = document.createElement('p');
+        note.setAttribute('role', 'alert');
+        note.textContent = message;
+        mountPoint.replaceChildren(note);
+      }
+      this.dataset.state = 'failed';
+    }
+  }
+}
+
+if (!customElements.get('kiq-lab')) customElements.define('kiq-lab', KiqLabElement);

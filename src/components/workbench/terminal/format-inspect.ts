@@ -1,0 +1,72 @@
+/** Inspect results (topics, consume, offsets, txns) as terminal lines. */
+import type { ConsumedRecord, InspectResult } from '../../../shared/messages.ts';
+import { ansi, table } from './ansi.ts';
+
+export function formatInspectResult(result: InspectResult): string[] {
+  switch (result.what) {
+    case 'topics':
+      if (result.topics.length === 0) return [ansi.dim('No lab topics yet: run your program first.')];
+      return table(result.topics, [
+        { header: 'env', cell: (t) => t.env ?? ansi.dim('—') },
+        { header: 'topic', cell: (t) => t.name },
+        { header: 'partitions', cell: (t) => String(t.partitions), align: 'right' },
+      ]);
+    case 'consume':
+      return formatConsume(result);
+    case 'offsets':
+      if (result.partitions.length === 0) return [ansi.dim(`${result.topic}: no partitions (does the topic exist?)`)];
+      return [
+        ansi.bold(result.topic),
+        ...table(result.partitions, [
+          { header: 'partition', cell: (p) => String(p.partition), align: 'right' },
+          { header: 'log start', cell: (p) => String(p.logStart), align: 'right' },
+          { header: 'LSO', cell: (p) => String(p.lso), align: 'right' },
+          { header: 'HWM', cell: (p) => String(p.hwm), align: 'right' },
+          { header: 'committed', cell: (p) => (p.committed === null ? ansi.dim('—') : String(p.committed)), align: 'right' },
+          // Lag hidden behind an open transaction is what read_committed consumers wait on.
+          { header: 'blocked lag', cell: (p) => (p.blockedLag > 0 ? ansi.yellow(String(p.blockedLag)) : '0'), align: 'right' },
+        ]),
+      ];
+    case 'txns':
+      if (result.transactions.length === 0) return [ansi.dim('No transactions.')];
+      return table(result.transactions, [
+        { header: 'transactional id', cell: (t) => t.transactionalId },
+        { header: 'state', cell: (t) => colourTxnState(t.state) },
+        { header: 'producer id', cell: (t) => String(t.producerId), align: 'right' },
+        { header: 'open for', cell: (t) => (t.durationMs === null ? ansi.dim('—') : `${(t.durationMs / 1000).toFixed(1)} s`), align: 'right' },
+        { header: 'partitions', cell: (t) => t.partitions.join(', ') || ansi.dim('—') },
+      ]);
+  }
+}
+
+function formatConsume(result: Extract<InspectResult, { what: 'consume' }>): string[] {
+  const lines = [ansi.bold(`${result.topic}`) + ansi.dim(` (${result.isolation}, ${result.records.length} records)`)];
+  if (result.records.length === 0) lines.push(ansi.dim('No records.'));
+  for (const record of result.records) lines.push(formatRecord(record));
+  if (result.truncated) lines.push(ansi.dim('… more records not shown'));
+  return lines;
+}
+
+export function formatRecord(record: ConsumedRecord): string {
+  const where = `p${record.partition}@${record.offset}`;
+  switch (record.status) {
+    case 'marker': {
+      // The protocol does not say which marker; a server that puts "commit"/"abort" in value is shown so.
+      const kind = record.value === 'commit' || record.value === 'abort' ? record.value : 'transaction';
+      return ansi.dim(`${where} ── ${kind} marker ──`);
+    }
+    case 'aborted':
+      return ansi.red(`${where} ${record.key ?? 'null'} ${record.value ?? 'null'}  ABORTED`);
+    case 'open':
+      return ansi.yellow(`${where} ${record.key ?? 'null'} ${record.value ?? 'null'}  (transaction still open)`);
+    case 'committed':
+      return `${ansi.dim(where)} ${record.key ?? ansi.dim('null')} ${record.value ?? ansi.dim('null')}`;
+  }
+}
+
+function colourTxnState(state: string): string {
+  if (/ongoing|prepare/i.test(state)) return ansi.yellow(state);
+  if (/abort/i.test(state)) return ansi.red(state);
+  if (/commit/i.test(state)) return ansi.green(state);
+  return state;
+}

@@ -1,0 +1,317 @@
+/**
+ * The lab workbench: composes the editor, terminal, toolbar and panels for one lab, and turns
+ * button presses and terminal commands into protocol messages and server messages back into
+ * what the learner sees. Loaded on demand by <kiq-lab> (lab-element.ts).
+ */
+import workbenchCss from './workbench.css?inline';
+import xtermCss from '@xterm/xterm/css/xterm.css?inline';
+import { MAX_CODE_BYTES, type ServerMessage, type StateMessage } from '../../shared/messages.ts';
+import { describeError } from '../../shared/errors.ts';
+import { parseWithFriendlyErrors } from '../../shared/validate.ts';
+import { acquireConnection, type ConnectionState, type ConnectionSubscriber, type OutgoingMessage } from './connection.ts';
+import { h, type Disposable } from './dom.ts';
+import { createCodeEditor } from './editor/code-editor.ts';
+import { createConnectionBadge } from './panels/connection-badge.ts';
+import { createEnvPanel } from './panels/env-panel.ts';
+import { createHintsPanel } from './panels/hints-panel.ts';
+import { createProgressPanel } from './panels/progress-panel.ts';
+import { createReportPanel } from './panels/report-panel.ts';
+import { createToolbar, type ManualFaultKind, type ToolbarState } from './panels/toolbar.ts';
+import { workbenchPayloadSchema } from './payload.ts';
+import { recordPasses } from './storage.ts';
+import { ansi } from './terminal/ansi.ts';
+import { HELP_LINES, parseCommand, resolveTopic, type Command } from './terminal/commands.ts';
+import { formatDiagnostics, formatFault, formatPhase } from './terminal/format-events.ts';
+import { formatInspectResult } from './terminal/format-inspect.ts';
+import { formatReport } from './terminal/format-report.ts';
+import { createTerminalView } from './terminal/terminal-view.ts';
+import { currentTheme, watchTheme } from './theme.ts';
+import { attachCss } from './lazy-css.ts';
+
+// Not plain CSS imports: Astro would link them into every lesson (see lazy-css.ts).
+attachCss(xtermCss);
+attachCss(workbenchCss);
+
+/** From this width on, editor and terminal sit side by side (56rem). */
+const WIDE_LAYOUT_PX = 896;
+
+export function mountWorkbench(mountPoint: HTMLElement, payloadData: unknown): Disposable {
+  const { info, hintsHtml } = parseWithFriendlyErrors(workbenchPayloadSchema, payloadData, 'Lab data in the page');
+  const labId = info.id;
+  const theme = currentTheme();
+
+  // ---- layout ---------------------------------------------------------------------------------
+  const badge = createConnectionBadge(() => connection.reconnect());
+  const editorHost = h('div', { class: 'kiq-wb-editor' });
+  const terminalHost = h('div', { class: 'kiq-wb-terminal' });
+  const envPanel = createEnvPanel(info.env);
+  const hints = createHintsPanel(hintsHtml);
+  const progress = createProgressPanel();
+  const report = createReportPanel();
+  const toolbar = createToolbar({
+    run: () => run(),
+    grade: (quick) => grade(quick),
+    stop: () => send({ type: 'stop' }),
+    fault: (kind, instance) => fault(kind, instance),
+    showHint: () => {
+      hints.showNext();
+      refreshToolbar();
+    },
+    showAllHints: () => {
+      hints.showAll();
+      refreshToolbar();
+    },
+    resetToStarter: () => {
+      editor.resetToStarter();
+      terminal.print([ansi.dim('Program reset to the starter (Ctrl+Z in the editor undoes it).')]);
+    },
+    toggleExpanded: () => toggleExpanded(),
+  });
+  const root = h(
+    'div',
+    { class: 'kiq-wb' },
+    h('header', { class: 'kiq-wb__head' }, h('span', { class: 'kiq-wb__kicker' }, 'Lab'), h('strong', { class: 'kiq-wb__title' }, info.title), badge.element),
+    h('p', { class: 'kiq-wb__summary' }, info.summary),
+    toolbar.element,
+    // Grid areas (workbench.css): wide, the environment sits under the editor and the progress
+    // under the terminal; stacked, the terminal follows the editor directly.
+    h('div', { class: 'kiq-wb__main' }, editorHost, terminalHost, progress.element, envPanel.element),
+    hints.element,
+    report.element,
+  );
+  mountPoint.replaceChildren(root);
+  const layout = new ResizeObserver(() => {
+    root.dataset.layout = root.clientWidth >= WIDE_LAYOUT_PX ? 'wide' : 'narrow';
+  });
+  layout.observe(root);
+
+  // Expanded, the workbench moves into a modal <dialog>: the top layer sits above Starlight's
+  // header and sidebars, keeps focus inside and closes on Escape.
+  const dialog = h('dialog', { class: 'kiq-wb-dialog', 'aria-label': `Lab: ${info.title}` });
+  dialog.addEventListener('close', () => {
+    root.classList.remove('kiq-wb--expanded');
+    mountPoint.append(root);
+    dialog.remove();
+    toolbar.setExpanded(false);
+  });
+  function toggleExpanded(): boolean {
+    if (dialog.open) {
+      dialog.close();
+      return false;
+    }
+    document.body.append(dialog);
+    root.classList.add('kiq-wb--expanded');
+    dialog.append(root);
+    dialog.showModal();
+    return true;
+  }
+
+  const editor = createCodeEditor(editorHost, { labId, starter: info.starter, theme, label: `Program for the lab ${info.title} (TypeScript)` });
+  const terminal = createTerminalView(terminalHost, { theme, label: 'Lab terminal: program output and commands', onCommand: (line) => runCommand(parseCommand(line)) });
+  editor.addShortcut('run', () => run());
+  editor.addShortcut('grade', () => grade(false));
+  const themeWatch = watchTheme((next) => {
+    editor.setTheme(next);
+    terminal.setTheme(next);
+  });
+
+  // ---- state ----------------------------------------------------------------------------------
+  let connected = false;
+  let brokerFaults = false;
+  let activity: ToolbarState['activity'] = 'idle';
+  /** The lab the session is busy with (from `state`): messages about another lab are not ours. */
+  let sessionLab: string | null = null;
+  let instances: StateMessage['instances'] = [];
+  /** Env name -> real topic of the latest run, kept after it ends for `consume`/`offsets`. */
+  let topics: Record<string, string> = {};
+  let lastPhase = '';
+
+  const ours = () => sessionLab === null || sessionLab === labId;
+  const refreshToolbar = () =>
+    toolbar.update({
+      connected,
+      brokerFaults,
+      activity: ours() ? activity : 'idle',
+      busyElsewhere: !ours() && activity !== 'idle',
+      instances: ours() ? instances : [],
+      hintsShown: hints.shown,
+      hintsTotal: hints.count,
+    });
+
+  // ---- connection -----------------------------------------------------------------------------
+  const subscriber: ConnectionSubscriber = {
+    state: (state) => onConnectionState(state),
+    message: (message, mine) => onMessage(message, mine),
+  };
+  const { connection, release } = acquireConnection();
+  const unsubscribe = connection.subscribe(subscriber);
+
+  function onConnectionState(state: ConnectionState) {
+    badge.update(state);
+    const wasConnected = connected;
+    connected = state.kind === 'open';
+    if (state.kind === 'open') {
+      brokerFaults = state.brokerFaults;
+      if (!wasConnected) send({ type: 'history' }, { quiet: true });
+    } else if (wasConnected) {
+      // The server stops a socket's runs when it closes, so whatever ran is over.
+      activity = 'idle';
+      sessionLab = null;
+      instances = [];
+      progress.hide();
+      terminal.print([ansi.yellow(state.kind === 'taken-over' ? 'This lab session was opened in another tab; this one is now offline.' : 'Lost the connection to the lab server; reconnecting…')]);
+    }
+    refreshToolbar();
+  }
+
+  function onMessage(message: ServerMessage, mine: boolean) {
+    switch (message.type) {
+      case 'welcome':
+        return;
+      case 'state':
+        activity = message.activity === 'idle' ? 'idle' : message.activity;
+        sessionLab = message.activity === 'idle' ? null : message.lab;
+        if (message.lab === labId || message.lab === null) {
+          instances = message.instances;
+          if (Object.keys(message.topics).length) {
+            topics = message.topics;
+            envPanel.showTopics(topics);
+          }
+        }
+        if (activity === 'idle') progress.hide();
+        return refreshToolbar();
+      case 'output':
+        if (ours()) terminal.output(message.instance, message.stream, message.line);
+        return;
+      case 'diagnostics':
+        if (ours()) terminal.print(formatDiagnostics(message.diagnostics));
+        return;
+      case 'progress':
+        if (!ours()) return;
+        progress.update(message);
+        if (message.phase !== lastPhase) {
+          lastPhase = message.phase;
+          terminal.print([formatPhase(message)]);
+        }
+        return;
+      case 'fault':
+        if (ours()) terminal.print([formatFault(message.fault)]);
+        return;
+      case 'report':
+        if (message.report.lab !== labId) return;
+        activity = 'idle';
+        lastPhase = '';
+        progress.hide();
+        terminal.print(formatReport(message.report));
+        report.show(message.report);
+        if (message.report.verdict === 'pass' && !message.report.quick) recordPasses({ [labId]: new Date().toISOString() });
+        return refreshToolbar();
+      case 'inspect-result':
+        if (mine) terminal.print(formatInspectResult(message.result));
+        return;
+      case 'history': {
+        // The server remembers passes by session id: they come back even after storage was cleared.
+        const passedAt = new Map(message.attempts.filter((a) => a.verdict === 'pass' && !a.quick).map((a) => [a.lab, a.at]));
+        recordPasses(Object.fromEntries(message.passedLabs.map((lab) => [lab, passedAt.get(lab) ?? new Date().toISOString()])));
+        return;
+      }
+      case 'error':
+        if (!mine) return;
+        if (activity === 'pending') activity = 'idle';
+        terminal.print([`${ansi.red('error')} ${message.message}`]);
+        return refreshToolbar();
+    }
+  }
+
+  // ---- actions --------------------------------------------------------------------------------
+  function send(message: OutgoingMessage, options: { quiet?: boolean } = {}): boolean {
+    const sent = connection.send(subscriber, message);
+    if (!sent && !options.quiet) terminal.print([ansi.yellow('Not connected to the lab server: the message was not sent. Is the lab server running?')]);
+    return sent;
+  }
+
+  function programOrComplain(): string | null {
+    const code = editor.getCode();
+    if (new TextEncoder().encode(code).length > MAX_CODE_BYTES) {
+      terminal.print([ansi.red(`Your program is larger than ${MAX_CODE_BYTES / 1024} KB; the lab server refuses it.`)]);
+      return null;
+    }
+    return code;
+  }
+
+  function startActivity(message: OutgoingMessage) {
+    if (activity !== 'idle' && ours()) {
+      terminal.print([ansi.yellow('Already running: stop it first (Stop or `stop`).')]);
+      return;
+    }
+    if (!send(message)) return;
+    activity = 'pending';
+    sessionLab = labId;
+    lastPhase = '';
+    refreshToolbar();
+  }
+
+  function run() {
+    const code = programOrComplain();
+    if (code !== null) startActivity({ type: 'run', lab: labId, code });
+  }
+
+  function grade(quick: boolean, seed?: number) {
+    const code = programOrComplain();
+    if (code === null) return;
+    startActivity(seed === undefined ? { type: 'grade', lab: labId, code, quick } : { type: 'grade', lab: labId, code, quick, seed });
+  }
+
+  function fault(kind: ManualFaultKind, instance?: string) {
+    terminal.print([ansi.dim(`→ ${kind}${instance ? ` ${instance}` : ''}`)]);
+    send(instance ? { type: 'fault', kind, instance } : { type: 'fault', kind });
+  }
+
+  function runCommand(command: Command) {
+    switch (command.kind) {
+      case 'empty':
+        return;
+      case 'help':
+        return terminal.print(HELP_LINES.map((line) => ansi.dim(line)));
+      case 'clear':
+        return terminal.clear();
+      case 'run':
+        return run();
+      case 'grade':
+        return grade(command.quick, command.seed);
+      case 'stop':
+        send({ type: 'stop' });
+        return;
+      case 'invalid':
+        return terminal.print([ansi.yellow(command.message)]);
+      case 'inspect': {
+        let inspect = command.command;
+        if ((inspect.what === 'consume' || inspect.what === 'offsets') && command.topicArg) {
+          const resolved = resolveTopic(command.topicArg, topics);
+          if ('error' in resolved) return terminal.print([ansi.yellow(resolved.error)]);
+          inspect = { ...inspect, topic: resolved.topic };
+        }
+        send({ type: 'inspect', command: inspect });
+        return;
+      }
+    }
+  }
+
+  refreshToolbar();
+
+  return {
+    dispose() {
+      try {
+        unsubscribe();
+        release();
+        if (dialog.open) dialog.close();
+        layout.disconnect();
+        themeWatch.dispose();
+        terminal.dispose();
+        editor.dispose();
+      } catch (err) {
+        console.warn(`[kafkaiq] workbench dispose: ${describeError(err)}`);
+      }
+    },
+  };
+}
