@@ -264,7 +264,7 @@ export class LabAttempt {
   private async prepare(): Promise<void> {
     this.startedAt = Date.now();
     this.phase = 'compiling';
-    this.progressTimer = setInterval(() => void this.pollProgress(), 500);
+    this.progressTimer = setInterval(() => void this.pollProgress(), 300);
     this.emitProgress();
     const { program } = this.options;
     if (program.kind === 'code') {
@@ -563,8 +563,12 @@ export class LabAttempt {
 
   // ---- progress --------------------------------------------------------------------------------
 
+  private polling = false;
+
   private async pollProgress(): Promise<void> {
     if (this.phase === 'compiling' || this.phase === 'done') return this.emitProgress();
+    if (this.polling) return; // the previous poll is still waiting on the broker
+    this.polling = true;
     try {
       const admin = this.kafka.admin();
       await admin.connect();
@@ -587,6 +591,8 @@ export class LabAttempt {
       }
     } catch {
       // The broker may be restarting (a fault): keep the last figure.
+    } finally {
+      this.polling = false;
     }
     this.emitProgress();
   }
@@ -604,10 +610,14 @@ export class LabAttempt {
     });
   }
 
+  /**
+   * After a fault: wait until the program has caught up with all input written so far, so the next
+   * fault is armed while it is idle and its crash-point count starts at a batch boundary.
+   */
   private async waitForProgress(timeoutMs: number): Promise<void> {
-    const before = this.processed;
+    const target = this.writer.written.filter((r) => r.committed).length;
     const until = Date.now() + Math.max(0, timeoutMs);
-    while (Date.now() < until && this.processed === before && this.processed < this.expected) await sleep(200);
+    while (Date.now() < until && this.processed < target) await sleep(100);
   }
 
   /** Waits until every committed input is accounted for, or nothing moved for a while. True if all done. */

@@ -38,7 +38,12 @@ const producer = kafka.producer({
   maxInFlightRequests: 1,
 });
 
-await producer.connect(); // initTransactions: fences an older producer with our id and aborts its open transaction
+await producer.connect();
+// kafkajs sends InitProducerId with our transactional.id on the first transaction(), not on
+// connect(). Open and abort an empty one right away, BEFORE the consumer fetches its committed
+// offsets: that fences a killed or frozen predecessor and settles its unfinished transaction, so
+// the position we resume from already includes (or excludes) its offsets for good.
+await (await producer.transaction()).abort();
 await consumer.connect();
 await consumer.subscribe({ topic: ordersTopic, fromBeginning: true });
 

@@ -4,11 +4,16 @@
  * mounts it. Astro's client:visible needs a UI framework; a custom element does the same job.
  */
 
-import type { Disposable } from './dom.ts';
+import type { MountedWorkbench } from './workbench.ts';
 
 class KiqLabElement extends HTMLElement {
   private observer: IntersectionObserver | null = null;
-  private workbench: Disposable | null = null;
+  private workbench: MountedWorkbench | null = null;
+
+  /** The lab terminal's text, empty until the workbench has loaded. */
+  get transcript(): string {
+    return this.workbench?.transcript() ?? '';
+  }
   private detached = false;
 
   connectedCallback() {

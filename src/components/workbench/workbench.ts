@@ -35,7 +35,12 @@ attachCss(workbenchCss);
 /** From this width on, editor and terminal sit side by side (56rem). */
 const WIDE_LAYOUT_PX = 896;
 
-export function mountWorkbench(mountPoint: HTMLElement, payloadData: unknown): Disposable {
+export interface MountedWorkbench extends Disposable {
+  /** The terminal's text (see TerminalView.transcript). */
+  transcript(): string;
+}
+
+export function mountWorkbench(mountPoint: HTMLElement, payloadData: unknown): MountedWorkbench {
   const { info, hintsHtml } = parseWithFriendlyErrors(workbenchPayloadSchema, payloadData, 'Lab data in the page');
   const labId = info.id;
   const theme = currentTheme();
@@ -300,6 +305,7 @@ export function mountWorkbench(mountPoint: HTMLElement, payloadData: unknown): D
   refreshToolbar();
 
   return {
+    transcript: () => terminal.transcript(),
     dispose() {
       try {
         unsubscribe();

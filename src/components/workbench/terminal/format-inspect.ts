@@ -44,7 +44,20 @@ function formatConsume(result: Extract<InspectResult, { what: 'consume' }>): str
   if (result.records.length === 0) lines.push(ansi.dim('No records.'));
   for (const record of result.records) lines.push(formatRecord(record));
   if (result.truncated) lines.push(ansi.dim('… more records not shown'));
+  if (result.records.length > 0) lines.push(consumeSummary(result.records));
   return lines;
+}
+
+/** A closing tally, so the story of a long listing (how much was aborted?) fits on one line. */
+function consumeSummary(records: ConsumedRecord[]): string {
+  const count = (status: ConsumedRecord['status']) => records.filter((r) => r.status === status).length;
+  const parts = [`${count('committed')} committed`];
+  const aborted = count('aborted');
+  const open = count('open');
+  if (aborted) parts.push(ansi.red(`${aborted} ABORTED`));
+  if (open) parts.push(ansi.yellow(`${open} in open transactions`));
+  parts.push(ansi.dim(`${count('marker')} transaction markers`));
+  return `${ansi.bold('total:')} ${parts.join(', ')}`;
 }
 
 export function formatRecord(record: ConsumedRecord): string {

@@ -36,6 +36,8 @@ export interface TerminalView {
   clear(): void;
   setTheme(theme: ThemeName): void;
   focus(): void;
+  /** Everything in the scrollback as plain text (colours dropped): for copying and for tests. */
+  transcript(): string;
   dispose(): void;
 }
 
@@ -107,6 +109,18 @@ export function createTerminalView(container: HTMLElement, options: { theme: The
       queue([`${instanceTag(instance)} ${text}`]);
     },
     print: queue,
+    transcript() {
+      const buffer = terminal.buffer.active;
+      const lines: string[] = [];
+      for (let y = 0; y < buffer.length; y++) {
+        const line = buffer.getLine(y);
+        if (!line) continue;
+        // A wrapped row continues the previous line.
+        if (line.isWrapped && lines.length) lines[lines.length - 1] += line.translateToString(true);
+        else lines.push(line.translateToString(true));
+      }
+      return lines.join('\n');
+    },
     clear() {
       pending = [];
       skipped = 0;
