@@ -67,6 +67,7 @@ export class ProgramInstance extends EventEmitter<{
       readline.createInterface({ input: this.child[stream]!, crlfDelay: Infinity }).on('line', (line) => this.emit('line', stream, line));
     }
     this.child.on('message', (msg) => this.emit('event', msg as ChildEvent));
+    if (source.kind === 'command' && this.child.pid) watchGroup(this.child.pid);
   }
 
   get pid(): number | undefined {
@@ -115,6 +116,19 @@ export class ProgramInstance extends EventEmitter<{
     this.signal('SIGKILL');
     await this.exited;
   }
+}
+
+/**
+ * A command may start several processes (a pipeline, a JVM and its children), and the death signal
+ * set by setpriv reaches only the first. A detached watchdog kills the command's whole process
+ * group once this process is gone, and exits by itself when the group is.
+ */
+function watchGroup(pgid: number): void {
+  if (process.platform === 'win32') return;
+  const script = `while kill -0 ${process.pid} 2>/dev/null && kill -0 -${pgid} 2>/dev/null; do sleep 1; done; kill -KILL -${pgid} 2>/dev/null`;
+  const watchdog = spawn('/bin/sh', ['-c', script], { detached: true, stdio: 'ignore' });
+  watchdog.on('error', () => {});
+  watchdog.unref();
 }
 
 function commandLine(source: ProgramSource, limits: InstanceLimits): string[] {
