@@ -194,7 +194,12 @@ export class LabAttempt {
       startedAt: this.startedAt,
     }));
     const failed = verification.checks.filter((c) => !c.passed);
-    const hitTransaction = this.faults.some((f) => f.inTransaction === true);
+    // Our wrapper tells us exactly when a fault hit an open transaction. A --cmd program has no
+    // wrapper; there the broker's evidence counts: records of aborted transactions in the output,
+    // which a program that never aborts on its own (e.g. Kafka's copier) only leaves when a fault
+    // cut a transaction short.
+    const hitTransaction =
+      this.faults.some((f) => f.inTransaction === true) || (this.source?.kind === 'command' && verification.abortedRecords > 0);
     let verdict: Verdict;
     let message: string;
     if (verification.checks.length === 0) {
