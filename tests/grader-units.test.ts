@@ -20,10 +20,10 @@ import type { GradeReport } from '../src/shared/report.ts';
 
 describe('fault plans', () => {
   const specs = [
-    { kind: 'kill' as const, at: ['after:send' as const, 'before:commit' as const], instance: 1 },
-    { kind: 'kill' as const, at: ['after:commit' as const], instance: 1 },
-    { kind: 'zombie' as const, at: ['after:send' as const], instance: 1 },
-    { kind: 'broker-restart' as const, at: [], instance: 1 },
+    { kind: 'kill' as const, at: ['after:send' as const, 'before:commit' as const], instance: 1, occurrence: 1 },
+    { kind: 'kill' as const, at: ['after:commit' as const], instance: 1, occurrence: 1 },
+    { kind: 'zombie' as const, at: ['after:send' as const], instance: 1, occurrence: 1 },
+    { kind: 'broker-restart' as const, at: [], instance: 1, occurrence: 1 },
   ];
 
   it('replays the same plan for the same seed and differs across seeds', () => {

@@ -42,7 +42,7 @@ export function planFaults(specs: FaultSpec[], seed: number): FaultPlan {
     kind: spec.kind,
     instance: spec.instance,
     crashPoint: spec.at.length ? pick(spec.at) : undefined,
-    occurrence: 1 + Math.floor(random() * 2),
+    occurrence: spec.occurrence,
     delayMs: 100 + Math.floor(random() * 400),
   }));
   for (let i = faults.length - 1; i > 0; i--) {

@@ -84,6 +84,13 @@ export const faultSpecSchema = z
       .default([])
       .describe('Crash points to choose from (seeded); empty: a seeded moment while the program is processing'),
     instance: z.number().int().min(1).default(1).describe('Which instance slot the fault hits'),
+    occurrence: z
+      .number()
+      .int()
+      .min(1)
+      .max(20)
+      .default(1)
+      .describe('Fire at the n-th time the program reaches the crash point after the fault is armed (the program is idle then, so 1 is the first call of the next batch)'),
   })
   .strict();
 export type FaultSpec = z.infer<typeof faultSpecSchema>;
