@@ -7,11 +7,20 @@ import { LABS_DIR, ROOT_DIR } from '../core/paths.ts';
 
 const TEMPLATE_DIR = path.join(ROOT_DIR, 'lab-server/labs/template');
 
-/** `kafkaiq new <id>`: a lab folder that passes `kafkaiq check` before the author changes anything. */
+/** The programs a new lab starts from: the `copy` lab's, which pass and fail as they should. */
+const STARTING_POINT = path.join(LABS_DIR, 'copy');
+const COPIED = ['solution.ts', 'starter.ts', 'hints.md', 'broken/read-uncommitted.ts'];
+
+/**
+ * `kafkaiq new <id>`: a lab folder that passes `kafkaiq check` before the author changes anything:
+ * a template lab.ts plus the copy lab's programs.
+ */
 export function scaffoldLab(id: string): string {
   parseWithFriendlyErrors(labIdSchema, id, 'Lab id');
   const dir = path.join(LABS_DIR, id);
   if (fs.existsSync(dir)) throw new KafkaIqError('INVALID_INPUT', `labs/${id} already exists: pick another id or edit it.`);
-  fs.cpSync(TEMPLATE_DIR, dir, { recursive: true });
+  fs.mkdirSync(path.join(dir, 'broken'), { recursive: true });
+  fs.copyFileSync(path.join(TEMPLATE_DIR, 'lab.ts'), path.join(dir, 'lab.ts'));
+  for (const file of COPIED) fs.copyFileSync(path.join(STARTING_POINT, file), path.join(dir, file));
   return dir;
 }
