@@ -44,6 +44,9 @@ try {
   console.log(`lesson page JS after the workbench loads (editor, terminal, TS worker): ${kb(after.decoded)} (${kb(after.transfer)} transferred)`);
 
   const solution = fs.readFileSync(path.join(ROOT_DIR, 'labs/single-stage/solution.ts'), 'utf8');
+  // Saved code is what the editor restores; set it from a page without the workbench, which would
+  // otherwise save its own buffer over it.
+  await page.goto(`${server.url}/`);
   await page.evaluate((code) => localStorage.setItem('kafkaiq:code:single-stage', code), solution);
   const times: number[] = [];
   for (let i = 0; i < RUNS; i++) {
@@ -52,11 +55,16 @@ try {
     await lab.locator('.monaco-editor').waitFor({ timeout: 60_000 });
     const run = lab.getByRole('button', { name: 'Run', exact: true });
     await page.waitForFunction((el) => !(el as HTMLButtonElement).disabled, await run.elementHandle(), { timeout: 30_000 });
-    const rows = lab.locator('.xterm-rows');
+    const element = await lab.elementHandle();
     const started = Date.now();
     await run.click();
-    // The solution prints a line after its first committed transaction; any "i1" line counts.
-    await page.waitForFunction((el) => /\[i1\]/.test((el as HTMLElement).innerText), await rows.elementHandle(), { timeout: 60_000, polling: 20 });
+    // Any line the program printed (tagged [i1]) counts; the solution prints after its first commit.
+    await page
+      .waitForFunction((el) => /\[i1\]/.test((el as HTMLElement & { transcript: string }).transcript), element, { timeout: 60_000, polling: 20 })
+      .catch(async (err: unknown) => {
+        console.error(await lab.evaluate((el) => (el as HTMLElement & { transcript: string }).transcript.slice(-1500)));
+        throw err;
+      });
     times.push(Date.now() - started);
     await lab.getByRole('button', { name: 'Stop', exact: true }).click();
     await page.waitForFunction((el) => !(el as HTMLButtonElement).disabled, await run.elementHandle(), { timeout: 30_000 });

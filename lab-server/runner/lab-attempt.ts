@@ -122,10 +122,12 @@ export class LabAttempt {
   async run(): Promise<void> {
     try {
       await this.prepare();
-      await brokerMaintenance.withShared(() => this.writer.write(planSeedTransactions(this.lab.definition)));
-      this.mark('wave', 'grader', 'all input written');
+      // Start the program first and seed while it boots and joins its group: the learner sees
+      // output sooner (the seed takes about as long as a Node start and a group join).
       for (let i = 1; i <= this.lab.definition.instances; i++) this.startSlot(i);
       this.phase = 'running';
+      await brokerMaintenance.withShared(() => this.writer.write(planSeedTransactions(this.lab.definition)));
+      this.mark('wave', 'grader', 'all input written');
       await Promise.race([this.stopSignal, sleep(this.limitMs, undefined, { ref: false })]);
       if (this.elapsed() >= this.limitMs) this.sink.system(`Run stopped after its limit of ${Math.round(this.limitMs / 60_000)} min.`);
     } finally {
