@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kafka } from 'kafkajs';
-import { REPORT_VERSION, type FaultRecord, type GradeReport, type TimelineEvent, type Verdict } from '../../src/shared/report.ts';
+import { REPORT_VERSION, type CrashPoint, type FaultRecord, type GradeReport, type TimelineEvent, type Verdict } from '../../src/shared/report.ts';
 import type { BrokerControl } from '../broker/cluster.ts';
 import { describeError, KafkaIqError } from '../core/errors.ts';
 import { ROOT_DIR } from '../core/paths.ts';
@@ -398,43 +398,56 @@ export class LabAttempt {
   }
 
   /** Arms the crash point (if any), writes the next wave, and waits for the program to reach it. */
+  /** Arms a crash point and resolves with the hit, or null if the program did not reach it in time. */
+  private armAt(instance: ProgramInstance, point: CrashPoint, action: ArmAction, occurrence: number): Promise<(ChildEvent & { t: 'hit' }) | null> {
+    const hit = new Promise<(ChildEvent & { t: 'hit' }) | null>((resolve) => {
+      const onEvent = (event: ChildEvent) => {
+        if (event.t !== 'hit') return;
+        cleanup();
+        resolve(event);
+      };
+      const onExit = () => {
+        cleanup();
+        resolve(null);
+      };
+      const timer = setTimeout(() => {
+        cleanup();
+        instance.send({ t: 'disarm' });
+        resolve(null);
+      }, HIT_TIMEOUT_MS);
+      const cleanup = () => {
+        clearTimeout(timer);
+        instance.off('event', onEvent);
+        instance.off('exit', onExit);
+      };
+      instance.on('event', onEvent);
+      instance.once('exit', onExit);
+    });
+    instance.send({ t: 'arm', point, action, occurrence });
+    return hit;
+  }
+
+  /** Arms the crash point (if any), writes the next wave, and waits for the program to reach it. */
   private async armAndWrite(slot: Slot, fault: PlannedFault, action: ArmAction, wave: SeedTransaction[]) {
     const instance = slot.current;
-    const precise = fault.crashPoint && this.source?.kind === 'bundle';
-    let hit: Promise<(ChildEvent & { t: 'hit' }) | null> = Promise.resolve(null);
-    if (precise) {
-      hit = new Promise((resolve) => {
-        const onEvent = (event: ChildEvent) => {
-          if (event.t !== 'hit') return;
-          cleanup();
-          resolve(event);
-        };
-        const onExit = () => {
-          cleanup();
-          resolve(null);
-        };
-        const timer = setTimeout(() => {
-          cleanup();
-          instance.send({ t: 'disarm' });
-          resolve(null);
-        }, HIT_TIMEOUT_MS);
-        const cleanup = () => {
-          clearTimeout(timer);
-          instance.off('event', onEvent);
-          instance.off('exit', onExit);
-        };
-        instance.on('event', onEvent);
-        instance.once('exit', onExit);
-      });
-      instance.send({ t: 'arm', point: fault.crashPoint!, action, occurrence: fault.occurrence });
-    }
-    await this.writeWave(wave);
-    const event = await hit;
-    if (!event) {
+    if (!fault.crashPoint || this.source?.kind !== 'bundle') {
+      await this.writeWave(wave);
       // Without our wrapper (a --cmd program) the broker tells us when a transaction is open.
       if (this.source?.kind === 'command') await this.waitForOpenTransaction(3_000);
       else await sleep(fault.delayMs);
+      return { instance, event: null };
     }
+    const hit = this.armAt(instance, fault.crashPoint, action, fault.occurrence);
+    await this.writeWave(wave);
+    let event = await hit;
+    // A program may never make the planned call (no transactions: no commit). Every pipeline
+    // sends, so fall back to the moment right after a send, with fresh input to reach it.
+    if (!event && fault.crashPoint !== 'after:send' && instance.alive) {
+      const fallback = this.armAt(instance, 'after:send', action, 1);
+      await this.writeWave(this.nextWave());
+      event = await fallback;
+    }
+    if (!event) await sleep(fault.delayMs);
     return { instance, event };
   }
 
