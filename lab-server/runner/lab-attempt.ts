@@ -157,8 +157,9 @@ export class LabAttempt {
   private async gradeWithPlan(plan: FaultPlan, startedAtIso: string): Promise<GradeReport> {
     await this.prepare();
     const transactions = planSeedTransactions(this.lab.definition);
-    // One wave per fault, one for the zombie's replacement to chew on, and a last one.
-    const waves = splitIntoWaves(transactions, plan.faults.length + 1 + plan.faults.filter((f) => f.kind === 'zombie').length);
+    // One wave per fault, a spare per fault for the "after a send" fallback, one for the zombie's
+    // replacement to chew on, and a last one. A fault must never find the input used up.
+    const waves = splitIntoWaves(transactions, 2 * plan.faults.length + 1 + plan.faults.filter((f) => f.kind === 'zombie').length);
     this.nextWave = () => waves.shift() ?? [];
     this.expected = transactions.filter((t) => t.commit).reduce((n, t) => n + t.records.length, 0);
     this.sink.system(
@@ -443,9 +444,12 @@ export class LabAttempt {
     // A program may never make the planned call (no transactions: no commit). Every pipeline
     // sends, so fall back to the moment right after a send, with fresh input to reach it.
     if (!event && fault.crashPoint !== 'after:send' && instance.alive) {
-      const fallback = this.armAt(instance, 'after:send', action, 1);
-      await this.writeWave(this.nextWave());
-      event = await fallback;
+      const spare = this.nextWave();
+      if (spare.length) {
+        const fallback = this.armAt(instance, 'after:send', action, 1);
+        await this.writeWave(spare);
+        event = await fallback;
+      }
     }
     if (!event) await sleep(fault.delayMs);
     return { instance, event };
@@ -645,8 +649,10 @@ export class LabAttempt {
     this.lastActivityAt = Date.now();
     while (Date.now() < deadline) {
       if (this.processed >= this.expected && this.zombies.size === 0) return true;
-      if (Date.now() - this.lastActivityAt > QUIET_MS && this.processed > 0) {
-        this.sink.system(`No progress for ${QUIET_MS / 1000} s with ${this.processed}/${this.expected} inputs processed: verifying now.`);
+      // A --cmd program (a JVM, say) restarts slowly after each fault: give it longer to show progress.
+      const quietMs = this.source?.kind === 'command' ? 3 * QUIET_MS : QUIET_MS;
+      if (Date.now() - this.lastActivityAt > quietMs && this.processed > 0) {
+        this.sink.system(`No progress for ${quietMs / 1000} s with ${this.processed}/${this.expected} inputs processed: verifying now.`);
         return true;
       }
       await sleep(200);
