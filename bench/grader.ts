@@ -1,48 +1,83 @@
 /**
- * npm run bench:grader [-- --runs N --labs a,b --quick-runs N] — grades every lab's solution and
- * broken variants N times each (seeds 1..N) and prints verdict counts with median and worst grade
- * time. Prints figures; asserts nothing.
+ * npm run bench:grader [-- --runs N --quick-runs N --labs a,b --solutions-only --parallel N]
+ * Grades every program of every lab (solution, starter, broken variants, command fixtures) N
+ * times with seeds 1..N, and the solution N more times with --quick, then prints per program the
+ * verdict counts against what the lab folder expects, and the median and worst grade time.
+ * Prints figures; asserts nothing. With --parallel > 1 grades overlap (as in CI), so the times
+ * include that contention; the header says so.
  */
-import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import { connectCluster } from '../lab-server/broker/cluster.ts';
-import { listLabIds, loadLab } from '../lab-server/labs/load-lab.ts';
-import { gradeProgram } from '../lab-server/runner/check-labs.ts';
+import { describeError } from '../lab-server/core/errors.ts';
+import { listLabIds } from '../lab-server/labs/load-lab.ts';
+import { gradeProgram, judgeFixture, labFixtures, type Fixture } from '../lab-server/runner/check-labs.ts';
 
 const { values } = parseArgs({
-  options: { runs: { type: 'string', default: '10' }, 'quick-runs': { type: 'string', default: '10' }, labs: { type: 'string' }, 'solutions-only': { type: 'boolean', default: false } },
+  options: {
+    runs: { type: 'string', default: '10' },
+    'quick-runs': { type: 'string', default: '10' },
+    labs: { type: 'string' },
+    'solutions-only': { type: 'boolean', default: false },
+    parallel: { type: 'string', default: '1' },
+  },
 });
 const runs = Number(values.runs);
 const quickRuns = Number(values['quick-runs']);
+const parallel = Math.max(1, Number(values.parallel));
 const labs = values.labs ? values.labs.split(',') : listLabIds();
 const cluster = await connectCluster();
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)] ?? 0;
 
-console.log(`program                                       mode   runs  verdicts                         median   worst`);
-for (const id of labs) {
-  const lab = await loadLab(id);
-  const programs = [
-    { name: `${id}/solution`, file: lab.solutionFile, expect: 'pass' },
-    ...(values['solutions-only'] ? [] : lab.broken.map((b) => ({ name: `${id}/broken/${b.name}`, file: b.file, expect: `fail:${b.expectFail}` }))),
-  ];
-  for (const program of programs) {
-    for (const [mode, count] of [['full', runs], ['quick', program.expect === 'pass' ? quickRuns : 0]] as const) {
-      if (!count) continue;
-      const times: number[] = [];
-      const verdicts = new Map<string, number>();
-      for (let seed = 1; seed <= count; seed++) {
-        const started = Date.now();
-        const report = await gradeProgram(cluster, id, { kind: 'code', code: fs.readFileSync(program.file, 'utf8') }, { seed, quick: mode === 'quick' });
-        times.push(Date.now() - started);
-        const failed = report.checks.filter((c) => !c.passed).map((c) => c.name);
-        const label = report.verdict === 'fail' ? `fail:${program.expect.startsWith('fail:') && (failed as string[]).includes(program.expect.slice(5)) ? program.expect.slice(5) : failed.join('+')}` : report.verdict;
-        verdicts.set(label, (verdicts.get(label) ?? 0) + 1);
-      }
-      const summary = [...verdicts].map(([v, n]) => `${v} ${n}/${count}`).join(', ');
-      console.log(
-        `${program.name.padEnd(45)} ${mode.padEnd(6)} ${String(count).padStart(4)}  ${summary.padEnd(32)} ${(median(times) / 1000).toFixed(1).padStart(5)} s ${(Math.max(...times) / 1000).toFixed(1).padStart(6)} s`,
-      );
-    }
+interface Row {
+  fixture: Fixture;
+  mode: 'full' | 'quick';
+  runs: number;
+  right: number;
+  got: Map<string, number>;
+  times: number[];
+}
+const fixtures = (await labFixtures(labs)).filter((f) => !values['solutions-only'] || f.program === 'solution');
+const rows: Row[] = [];
+const jobs: { row: Row; seed: number }[] = [];
+for (const fixture of fixtures) {
+  for (const [mode, count] of [['full', runs], ['quick', fixture.program === 'solution' ? quickRuns : 0]] as const) {
+    if (!count) continue;
+    const row: Row = { fixture, mode, runs: count, right: 0, got: new Map(), times: [] };
+    rows.push(row);
+    for (let seed = 1; seed <= count; seed++) jobs.push({ row, seed });
   }
 }
+
+const started = Date.now();
+console.log(`${jobs.length} grades, ${parallel} at a time${parallel > 1 ? ' (times include the contention of overlapping grades)' : ''}\n`);
+const print = (row: Row) => {
+  const expected = row.fixture.expect === 'pass' ? 'pass' : `fail${row.fixture.check ? `:${row.fixture.check}` : ''}`;
+  const got = [...row.got].map(([v, n]) => `${v} ${n}`).join(', ');
+  console.log(
+    `${`${row.fixture.lab}/${row.fixture.program}`.padEnd(44)} ${row.mode.padEnd(5)} expect ${expected.padEnd(28)} right ${String(row.right).padStart(2)}/${row.runs}` +
+      `  median ${(median(row.times) / 1000).toFixed(1).padStart(5)} s  worst ${(Math.max(...row.times) / 1000).toFixed(1).padStart(5)} s${row.right < row.runs ? `  got ${got}` : ''}`,
+  );
+};
+const queue = [...jobs];
+await Promise.all(
+  Array.from({ length: parallel }, async () => {
+    for (let job = queue.shift(); job; job = queue.shift()) {
+      const { row, seed } = job;
+      const t0 = Date.now();
+      let label: string;
+      try {
+        const report = await gradeProgram(cluster, row.fixture.lab, row.fixture.input, { seed, quick: row.mode === 'quick' });
+        const judged = judgeFixture(row.fixture, report);
+        if (judged.ok) row.right++;
+        label = `${judged.got}${judged.ok ? '' : ` [seed ${seed}]`}`;
+      } catch (err) {
+        label = `error: ${describeError(err)} [seed ${seed}]`;
+      }
+      row.times.push(Date.now() - t0);
+      row.got.set(label, (row.got.get(label) ?? 0) + 1);
+      if (row.times.length === row.runs) print(row);
+    }
+  }),
+);
+console.log(`\nTotal ${((Date.now() - started) / 60_000).toFixed(1)} min. Wrong: ${rows.filter((r) => r.right < r.runs).length} of ${rows.length} program rows.`);
 await cluster.close();

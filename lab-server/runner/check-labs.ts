@@ -41,12 +41,36 @@ export async function gradeProgram(
   }
 }
 
-interface Fixture {
+export interface Fixture {
   lab: string;
   program: string;
   input: ProgramInput;
   expect: 'pass' | 'fail';
   check?: CheckName;
+}
+
+/** Every program a lab folder declares, with what grading it must give (the fixture matrix). */
+export async function labFixtures(labIds: string[]): Promise<Fixture[]> {
+  const fixtures: Fixture[] = [];
+  for (const id of labIds) {
+    const lab = await loadLab(id);
+    const code = (file: string): ProgramInput => ({ kind: 'code', code: fs.readFileSync(file, 'utf8') });
+    fixtures.push(
+      { lab: id, program: 'solution', input: code(lab.solutionFile), expect: 'pass' },
+      { lab: id, program: 'starter', input: code(lab.starterFile), expect: 'fail' },
+      ...lab.broken.map((b) => ({ lab: id, program: `broken/${b.name}`, input: code(b.file), expect: 'fail' as const, check: b.expectFail })),
+      ...lab.definition.commandFixtures.map((c) => ({ lab: id, program: `cmd/${c.name}`, input: { kind: 'command' as const, command: c.command }, expect: c.expect, check: c.check })),
+    );
+  }
+  return fixtures;
+}
+
+/** Whether a report is what the fixture expects, and a short label of what it got. */
+export function judgeFixture(fixture: Fixture, report: GradeReport): { ok: boolean; got: string } {
+  const failed = report.checks.filter((c) => !c.passed).map((c) => c.name);
+  const got = report.verdict === 'fail' ? `fail (${failed.join(', ')})` : report.verdict;
+  const ok = fixture.expect === 'pass' ? report.verdict === 'pass' : report.verdict === 'fail' && (!fixture.check || failed.includes(fixture.check));
+  return { ok, got };
 }
 
 /**
@@ -61,17 +85,7 @@ export async function checkLabs(
   options: { quick?: boolean; parallel?: number; log?: (line: string) => void } = {},
 ): Promise<FixtureResult[]> {
   const log = options.log ?? (() => {});
-  const fixtures: Fixture[] = [];
-  for (const id of labIds) {
-    const lab = await loadLab(id);
-    const code = (file: string): ProgramInput => ({ kind: 'code', code: fs.readFileSync(file, 'utf8') });
-    fixtures.push(
-      { lab: id, program: 'solution', input: code(lab.solutionFile), expect: 'pass' },
-      { lab: id, program: 'starter', input: code(lab.starterFile), expect: 'fail' },
-      ...lab.broken.map((b) => ({ lab: id, program: `broken/${b.name}`, input: code(b.file), expect: 'fail' as const, check: b.expectFail })),
-      ...lab.definition.commandFixtures.map((c) => ({ lab: id, program: `cmd/${c.name}`, input: { kind: 'command' as const, command: c.command }, expect: c.expect, check: c.check })),
-    );
-  }
+  const fixtures = await labFixtures(labIds);
   const results: FixtureResult[] = [];
   const queue = [...fixtures];
   const worker = async () => {
@@ -81,9 +95,7 @@ export async function checkLabs(
       let ok: boolean;
       try {
         const report = await gradeProgram(cluster, fixture.lab, fixture.input, { quick: options.quick });
-        const failed = report.checks.filter((c) => !c.passed).map((c) => c.name);
-        got = report.verdict === 'fail' ? `fail (${failed.join(', ')})` : report.verdict;
-        ok = fixture.expect === 'pass' ? report.verdict === 'pass' : report.verdict === 'fail' && (!fixture.check || failed.includes(fixture.check));
+        ({ ok, got } = judgeFixture(fixture, report));
         if (!ok) got += `: ${report.message}`;
       } catch (err) {
         got = `error: ${describeError(err)}`;
