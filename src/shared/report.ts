@@ -12,15 +12,34 @@ export const CHECK_NAMES = [
   'atomic-fan-out',
   'offsets-consistent',
   'no-hanging-transactions',
+  // Monitoring labs: the learner's program watches the cluster instead of transforming records.
+  'hanging-transaction-reported',
+  'no-false-alarms',
+  // Performance labs: exactly once and fast enough, against a baseline measured in the same run.
+  'throughput-speedup',
 ] as const;
 export const checkNameSchema = z.enum(CHECK_NAMES).describe('A named property the grader verifies after the run');
 export type CheckName = z.infer<typeof checkNameSchema>;
 
-export const FAULT_KINDS = ['kill', 'stop', 'zombie', 'join', 'send-error', 'broker-restart'] as const;
+export const FAULT_KINDS = [
+  'kill',
+  'stop',
+  'zombie',
+  'pause',
+  'join',
+  'send-error',
+  'broker-restart',
+  'coordinator-kill',
+  'hanging-transaction',
+] as const;
 export const faultKindSchema = z
   .enum(FAULT_KINDS)
   .describe(
-    'kill: SIGKILL then restart with the same identity; stop: SIGTERM then restart; zombie: SIGSTOP, start a replacement with the same identity, then resume the paused one; join: a second instance joins (rebalance); send-error: the next send fails as during a leader change; broker-restart: every broker stops cleanly and starts again',
+    'kill: SIGKILL then restart with the same identity; stop: SIGTERM then restart; zombie: SIGSTOP, start a replacement with the same identity, then resume the paused one; ' +
+      'pause: SIGSTOP for longer than the session timeout, so the group hands its partitions to the other instances, then resume it; ' +
+      'join: a second instance joins (rebalance); send-error: the next send fails as during a leader change; broker-restart: every broker stops cleanly and starts again; ' +
+      'coordinator-kill: SIGKILL the broker that leads the transaction coordinator of the instance\'s transactional.id, then start it again; ' +
+      'hanging-transaction: the grader opens a transaction and leaves it open (monitoring labs)',
   );
 export type FaultKind = z.infer<typeof faultKindSchema>;
 
