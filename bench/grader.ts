@@ -6,7 +6,11 @@
  * Prints figures; asserts nothing. With --parallel > 1 grades overlap (as in CI), so the times
  * include that contention; the header says so.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { formatReport } from '../src/shared/format-report.ts';
+import type { SessionListener } from '../lab-server/runner/contract.ts';
 import { connectCluster } from '../lab-server/broker/cluster.ts';
 import { describeError } from '../lab-server/core/errors.ts';
 import { listLabIds } from '../lab-server/labs/load-lab.ts';
@@ -19,6 +23,7 @@ const { values } = parseArgs({
     labs: { type: 'string' },
     'solutions-only': { type: 'boolean', default: false },
     parallel: { type: 'string', default: '1' },
+    'failures-dir': { type: 'string', default: '.kafkaiq/bench-failures' },
   },
 });
 const runs = Number(values.runs);
@@ -65,10 +70,28 @@ await Promise.all(
       const { row, seed } = job;
       const t0 = Date.now();
       let label: string;
+      // The program's and the grader's last lines, kept so a wrong verdict can be diagnosed later.
+      const tail: string[] = [];
+      const listener: SessionListener = {
+        output: (instance, stream, line) => {
+          tail.push(`${instance.padEnd(6)} ${stream === 'system' ? '' : `${stream} `}${line}`);
+          if (tail.length > 400) tail.shift();
+        },
+        diagnostics: () => {},
+        progress: () => {},
+        state: () => {},
+        fault: () => {},
+      };
       try {
-        const report = await gradeProgram(cluster, row.fixture.lab, row.fixture.input, { seed, quick: row.mode === 'quick' });
+        const report = await gradeProgram(cluster, row.fixture.lab, row.fixture.input, { seed, quick: row.mode === 'quick', listener });
         const judged = judgeFixture(row.fixture, report);
         if (judged.ok) row.right++;
+        else {
+          const dir = path.resolve(values['failures-dir']!);
+          fs.mkdirSync(dir, { recursive: true });
+          const file = path.join(dir, `${row.fixture.lab}-${row.fixture.program.replace(/\//g, '-')}-${row.mode}-seed${seed}.txt`);
+          fs.writeFileSync(file, `${formatReport(report)}\n\n---- last output ----\n${tail.join('\n')}\n\n---- report ----\n${JSON.stringify(report, null, 1)}\n`);
+        }
         label = `${judged.got}${judged.ok ? '' : ` [seed ${seed}]`}`;
       } catch (err) {
         label = `error: ${describeError(err)} [seed ${seed}]`;

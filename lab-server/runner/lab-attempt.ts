@@ -50,6 +50,7 @@ interface Slot {
 const MAX_SELF_RESTARTS = 15;
 const HIT_TIMEOUT_MS = 5_000;
 const QUIET_MS = 6_000;
+const STOP_GRACE_MS = 8_000;
 
 /**
  * One run or grade of a learner program: a fresh namespace, seeded input, the program's
@@ -342,6 +343,9 @@ export class LabAttempt {
 
   private onChildEvent(slot: Slot, instance: ProgramInstance, event: ChildEvent): void {
     if (instance === slot.current) slot.txnOpen = event.txnOpen;
+    // A commit is work getting done even when the group's offsets have not moved yet (a slow
+    // machine, retries after a broker restart): it keeps the settle phase from giving up early.
+    if (event.t === 'call' && event.point === 'after:commit' && this.phase === 'settling') this.lastActivityAt = Date.now();
     if (event.t === 'call' && event.point === 'after:commit') this.mark('commit', instance.id);
     if (event.t === 'call' && event.point === 'after:abort') this.mark('abort', instance.id);
     if (event.t === 'failed' && (event.op === 'commit' || event.op === 'sendOffsets')) this.mark('abort', instance.id, `${event.op} failed: ${event.error}`);
@@ -375,7 +379,9 @@ export class LabAttempt {
 
   private async stopAll(): Promise<void> {
     this.stopping = true;
-    await Promise.all(this.liveInstances().map((i) => i.stop(3_000)));
+    // A generous grace: a program finishing its last transaction on a busy machine must not be
+    // SIGKILLed mid-transaction by us, or the hanging transaction would be blamed on it.
+    await Promise.all(this.liveInstances().map((i) => i.stop(STOP_GRACE_MS)));
     this.emitState();
   }
 
