@@ -561,7 +561,7 @@ export class LabAttempt {
         await this.writeWave(wave);
         await this.waitForEvent(slot.current, (e) => e.t === 'call' && e.point === 'after:send', 4_000);
         if (!this.options.control) {
-          this.recordFault(fault, 'broker', null, null, 'skipped: the cluster is external (KAFKA_BROKERS), so it is not restarted');
+          this.recordFault(fault, 'broker', null, null, 'skipped: this cluster is not one KafkaIQ started (KAFKA_BROKERS), so it is not restarted');
           return;
         }
         const open = this.source?.kind === 'command' ? await this.brokerSaysTransactionOpen() : [...this.slots.values()].some((s) => s.txnOpen);
