@@ -1,5 +1,5 @@
 /**
- * npm run bench:grader [-- --runs N --quick-runs N --labs a,b --solutions-only --parallel N]
+ * npm run bench:grader [-- --runs N --quick-runs N --labs a,b --solutions-only --skip-starters --parallel N]
  * Grades every program of every lab (solution, starter, broken variants, command fixtures) N
  * times with seeds 1..N, and the solution N more times with --quick, then prints per program the
  * verdict counts against what the lab folder expects, and the median and worst grade time.
@@ -22,6 +22,7 @@ const { values } = parseArgs({
     'quick-runs': { type: 'string', default: '10' },
     labs: { type: 'string' },
     'solutions-only': { type: 'boolean', default: false },
+    'skip-starters': { type: 'boolean', default: false },
     parallel: { type: 'string', default: '1' },
     'failures-dir': { type: 'string', default: '.kafkaiq/bench-failures' },
   },
@@ -41,7 +42,9 @@ interface Row {
   got: Map<string, number>;
   times: number[];
 }
-const fixtures = (await labFixtures(labs)).filter((f) => !values['solutions-only'] || f.program === 'solution');
+const fixtures = (await labFixtures(labs))
+  .filter((f) => !values['solutions-only'] || f.program === 'solution')
+  .filter((f) => !values['skip-starters'] || f.program !== 'starter');
 const rows: Row[] = [];
 const jobs: { row: Row; seed: number }[] = [];
 for (const fixture of fixtures) {
