@@ -48,12 +48,17 @@ async function takeOver(partition: number): Promise<Ownership> {
     idempotent: true,
     maxInFlightRequests: 1,
   });
-  await producer.connect();
-  await (await producer.transaction()).abort();
-  const [offsets] = await admin.fetchOffsets({ groupId, topics: [inputTopic] });
-  const committed = BigInt(offsets?.partitions.find((p) => p.partition === partition)?.offset ?? '-1');
-  console.log(`${instanceId}: fenced ${inputTopic}-${partition}, committed offset ${committed}`);
-  return { producer, floor: committed < 0n ? 0n : committed };
+  try {
+    await producer.connect();
+    await (await producer.transaction()).abort();
+    const [offsets] = await admin.fetchOffsets({ groupId, topics: [inputTopic] });
+    const committed = BigInt(offsets?.partitions.find((p) => p.partition === partition)?.offset ?? '-1');
+    console.log(`${instanceId}: fenced ${inputTopic}-${partition}, committed offset ${committed}`);
+    return { producer, floor: committed < 0n ? 0n : committed };
+  } catch (err) {
+    await producer.disconnect().catch(() => {});
+    throw err; // kafkajs delivers the batch again, and we try again
+  }
 }
 
 /** kafkajs reports a newer epoch as INVALID_PRODUCER_EPOCH (or PRODUCER_FENCED), often wrapped. */
