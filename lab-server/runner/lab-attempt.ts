@@ -173,6 +173,9 @@ export class LabAttempt {
 
     for (const fault of plan.faults) {
       if (Date.now() > deadline) break;
+      // Several instances: every start, exit and join is a rebalance. Arm the next fault once the
+      // group is stable again, so the instance it targets owns partitions when the wave arrives.
+      if (this.lab.definition.instances > 1) await this.waitForStableGroup(Math.min(12_000, deadline - Date.now()));
       await this.injectFault(fault, this.nextWave());
       this.faultsDone++;
       await this.waitForProgress(Math.min(15_000, deadline - Date.now()));
@@ -543,6 +546,28 @@ export class LabAttempt {
         this.zombies.delete(instance);
         return;
       }
+      case 'pause': {
+        // Freeze the instance at the crash point (mid-transaction) and start NO replacement: the
+        // group's session timeout expires and the other instances take over its partitions and
+        // redo the frozen batch. Then it wakes up, still holding that transaction, as a rebalanced-
+        // away zombie does in production. Only fencing through the transactional.id of the
+        // partition can stop its commit (kafkajs's sendOffsets carries no group generation).
+        const { instance, event } = await this.armAndWrite(slot, fault, 'pause', wave);
+        instance.pause();
+        this.emitState();
+        this.recordFault(fault, instance.id, event, event ? null : slot.txnOpen, 'paused (SIGSTOP) past its session timeout, no replacement: the group hands its partitions to the other instances');
+        await this.waitWhilePaused(instance);
+        this.sink.system(`${instance.id} resumes (SIGCONT) and carries on where it froze; from here on it is a normal group member again`);
+        instance.resume();
+        this.emitState();
+        // Let the held transaction play out (its commit goes through, or fails because it was
+        // fenced) before the next fault is armed: a crash point armed now would catch the zombie's
+        // own commit and hide what it does.
+        const settled = (e: ChildEvent) =>
+          (e.t === 'call' && (e.point === 'after:commit' || e.point === 'after:abort')) || (e.t === 'failed' && e.op !== 'commitOffsets');
+        await Promise.race([this.waitForEvent(instance, settled, 5_000), instance.exited]);
+        return;
+      }
       case 'join': {
         const next = Math.max(...this.slots.keys()) + 1;
         await this.writeWave(wave);
@@ -571,6 +596,46 @@ export class LabAttempt {
         this.sink.system(`broker is back after ${((Date.now() - restartStarted) / 1000).toFixed(1)} s`);
         return;
       }
+    }
+  }
+
+  /** Multi-instance labs: waits until the group is Stable with one member per running slot. */
+  private async waitForStableGroup(timeoutMs: number): Promise<void> {
+    const until = Date.now() + Math.max(0, timeoutMs);
+    const admin = this.kafka.admin();
+    try {
+      await admin.connect();
+      while (Date.now() < until) {
+        const wanted = [...this.slots.values()].filter((s) => s.current.alive).length;
+        const { groups } = await admin.describeGroups([this.groupId]).catch(() => ({ groups: [] as { state: string; members: unknown[] }[] }));
+        if (groups[0]?.state === 'Stable' && groups[0].members.length === wanted) return;
+        await sleep(150);
+      }
+      this.sink.system(`the consumer group did not settle within ${(timeoutMs / 1000).toFixed(0)} s: injecting the next fault anyway`);
+    } catch {
+      // The broker may be restarting: inject the fault anyway.
+    } finally {
+      await admin.disconnect().catch(() => {});
+    }
+  }
+
+  /**
+   * A 'pause' fault holds its instance frozen until the group has expired its session and the
+   * other instances have committed every input written so far (the frozen batch included, so its
+   * records have been redone elsewhere). Bounded, for a program that never gets there: a single
+   * instance, or a session timeout longer than the grader can wait.
+   */
+  private async waitWhilePaused(frozen: ProgramInstance): Promise<void> {
+    const session = Math.min(this.lab.definition.kafkajs.consumer.sessionTimeout ?? 30_000, 15_000);
+    const target = this.writer.written.filter((r) => r.committed).length;
+    const started = Date.now();
+    // Nobody can take the partitions over before the session timeout: no need to look earlier.
+    await sleep(session);
+    while (frozen.alive && Date.now() - started < session + 12_000 && this.processed < target) await sleep(100);
+    if (this.processed < target) {
+      this.sink.system(`the other instances did not take over ${frozen.id}'s work within ${((Date.now() - started) / 1000).toFixed(1)} s (${this.processed}/${target} inputs committed)`);
+    } else {
+      this.sink.system(`the other instances took over ${frozen.id}'s partitions and committed every input so far (${((Date.now() - started) / 1000).toFixed(1)} s frozen)`);
     }
   }
 
