@@ -1,0 +1,303 @@
+/**
+ * The throughput requirement of performance labs (`throughput` in lab.ts, check
+ * `throughput-speedup`). Before the fault plan, in the same grade, the grader times two programs
+ * on the same kind of input:
+ *
+ *  1. the lab's baseline program (a correct but slow pipeline kept in the lab folder), then
+ *  2. the learner's program,
+ *
+ * each on its own namespaced topics, group and transactional ids, so nothing here touches the
+ * topics that the no-loss / no-duplicates accounting reads later. Each program first gets a few
+ * warm-up records (it has started, joined its group and set up its producer once it has processed
+ * them), then a burst of N records written in ONE committed transaction, so the burst becomes
+ * visible to read_committed consumers all at once. The time runs from that commit until the
+ * group's committed offsets cover every record of the burst. Both timings come from the same
+ * machine within seconds of each other, so a slow or busy machine slows both alike and the ratio
+ * stays meaningful where an absolute records/s figure would not.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Admin, Kafka } from 'kafkajs';
+import type { LabDefinition, ThroughputSpec } from '../../src/shared/lab.ts';
+import type { CheckResult } from '../../src/shared/report.ts';
+import { describeError, KafkaIqError } from '../core/errors.ts';
+import { retry } from '../core/retry.ts';
+import { brokerMaintenance } from '../broker/maintenance.ts';
+import type { LoadedLab } from '../labs/load-lab.ts';
+import { compileProgram } from './compile.ts';
+import { ProgramInstance, type ProgramSource } from './program-instance.ts';
+import { InputWriter, planSeedTransactions, type SeedTransaction } from './seeder.ts';
+
+/** One program's timing on the burst. */
+export interface BurstTiming {
+  /** Records in the burst. */
+  records: number;
+  /** How many of them the group's committed offsets covered when the timing ended. */
+  processed: number;
+  /** From the burst's commit until all were covered, or until the grader stopped waiting. */
+  ms: number;
+}
+
+/** Records per second; a timing under a millisecond counts as one millisecond. */
+export function burstRate(t: BurstTiming): number {
+  return t.processed / (Math.max(1, t.ms) / 1000);
+}
+
+/**
+ * The longest the learner's burst may take and still pass: rate >= k x baseline rate means
+ * N / t <= ... i.e. t <= baseline time / k (both programs get the same N).
+ */
+export function allowedMs(baseline: BurstTiming, minSpeedup: number): number {
+  return (baseline.ms * baseline.records) / baseline.processed / minSpeedup;
+}
+
+const rateText = (r: number) => (r >= 100 ? `${Math.round(r)}` : r.toFixed(1));
+const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+const times = (x: number) => `${x >= 10 ? x.toFixed(0) : x.toFixed(1)}x`;
+
+/**
+ * Decides `throughput-speedup` from the two timings (or from why the learner's program could not
+ * be timed). Pure, so the verdict and its wording are unit-tested.
+ */
+export function judgeThroughput(minSpeedup: number, baseline: BurstTiming, learner: BurstTiming | { problem: string }): CheckResult {
+  const baseRate = burstRate(baseline);
+  const needed = baseRate * minSpeedup;
+  const evidence = [
+    `baseline program: ${baseline.records} records in ${seconds(baseline.ms)} = ${rateText(baseRate)} records/s`,
+  ];
+  const requirement = `at least ${minSpeedup}x the baseline required, i.e. ${rateText(needed)} records/s: all ${baseline.records} records within ${seconds(allowedMs(baseline, minSpeedup))}`;
+  const how = `each timed from the commit of a burst of ${baseline.records} records (one transaction, no faults, topics of its own) until the group's committed offsets covered all of them`;
+  if ('problem' in learner) {
+    return {
+      name: 'throughput-speedup',
+      passed: false,
+      summary: `your program could not be timed: ${learner.problem}`,
+      evidence: [...evidence, `your program: ${learner.problem}`, requirement, how],
+    };
+  }
+  const rate = burstRate(learner);
+  const ratio = rate / baseRate;
+  const complete = learner.processed >= learner.records;
+  const passed = complete && rate >= needed;
+  evidence.push(
+    complete
+      ? `your program: ${learner.records} records in ${seconds(learner.ms)} = ${rateText(rate)} records/s`
+      : `your program: ${learner.processed} of ${learner.records} records in ${seconds(learner.ms)} = ${rateText(rate)} records/s (the grader stopped waiting: the rest could no longer have made it in time)`,
+    `speed-up: ${times(ratio)} (${rateText(rate)} / ${rateText(baseRate)} records/s); ${requirement}`,
+    how,
+  );
+  return {
+    name: 'throughput-speedup',
+    passed,
+    summary: passed
+      ? `${times(ratio)} the baseline's throughput (${rateText(rate)} vs ${rateText(baseRate)} records/s), at least ${minSpeedup}x required`
+      : `only ${times(ratio)} the baseline's throughput (${rateText(rate)} vs ${rateText(baseRate)} records/s), at least ${minSpeedup}x required`,
+    evidence,
+  };
+}
+
+/** Warm-up and burst transactions for one program: a few records per input partition, then N. */
+export function planBurst(lab: LabDefinition, records: number): { warmup: SeedTransaction; burst: SeedTransaction } {
+  const warmupSize = (topic: string) => lab.topics.find((t) => t.name === topic)!.partitions;
+  // One seeding transaction per input seed, warm-up and burst together so every value is unique;
+  // nothing is aborted (abortEvery beyond reach). Split each into its warm-up head and burst tail.
+  const seeds = lab.seeds.map((s) => ({ ...s, records: warmupSize(s.topic) + records, transactionSize: warmupSize(s.topic) + records, abortEvery: 1_000_000 }));
+  const warmup: SeedTransaction = { records: [], commit: true };
+  const burst: SeedTransaction = { records: [], commit: true };
+  for (const txn of planSeedTransactions({ ...lab, seeds })) {
+    const head = warmupSize(txn.records[0]!.topic);
+    warmup.records.push(...txn.records.slice(0, head));
+    burst.records.push(...txn.records.slice(head));
+  }
+  return { warmup, burst };
+}
+
+export interface ThroughputContext {
+  lab: LoadedLab;
+  kafka: Kafka;
+  brokers: string[];
+  /** The attempt's namespace; the two measurement namespaces derive from it. */
+  namespace: string;
+  learner: ProgramSource;
+  /** The env a program gets when its topics, group and transactional ids live under `namespace`. */
+  env: (namespace: string) => Record<string, string>;
+  /** Scratch folder for the baseline's bundle. */
+  workDir: string;
+  system: (line: string) => void;
+  /** The learner's output lines during the measurement (the baseline's are not shown). */
+  output: (instance: string, stream: 'stdout' | 'stderr', line: string) => void;
+}
+
+export interface ThroughputResult {
+  check: CheckResult;
+  baseline: BurstTiming;
+  learner: BurstTiming | null;
+}
+
+const WARMUP_LIMIT_MS = 30_000;
+const BASELINE_BURST_LIMIT_MS = 60_000;
+/** A learner's burst is watched at least this long, so a slow program's rate is measured, not guessed. */
+const MIN_LEARNER_WAIT_MS = 2_000;
+const POLL_MS = 10;
+const MAX_RESTARTS = 3;
+
+/** One measured program: its process (restarted a few times if it exits), input writer and group. */
+class Lane {
+  readonly groupId: string;
+  readonly writer: InputWriter;
+  instance: ProgramInstance | null = null;
+  restarts = 0;
+  lastError = '';
+  private stopped = false;
+
+  constructor(
+    readonly name: string,
+    readonly namespace: string,
+    private readonly ctx: ThroughputContext,
+    private readonly source: ProgramSource,
+    private readonly showOutput: boolean,
+  ) {
+    this.groupId = `${namespace}-group`;
+    this.writer = new InputWriter(ctx.kafka, `${namespace}-seeder`, (t) => this.topic(t));
+  }
+
+  topic(logical: string): string {
+    return `${this.namespace}-${logical}`;
+  }
+
+  start(): void {
+    const instance = new ProgramInstance(this.name, this.restarts + 1, this.source, this.ctx.env(this.namespace));
+    this.instance = instance;
+    instance.on('line', (stream, line) => {
+      if (stream === 'stderr' && line.trim()) this.lastError = line.trim();
+      if (this.showOutput) this.ctx.output(this.name, stream, line);
+    });
+    instance.on('exit', (code, signal) => {
+      if (this.stopped || this.instance !== instance) return;
+      if (this.restarts >= MAX_RESTARTS) return;
+      this.restarts++;
+      if (this.showOutput) this.ctx.system(`${this.name} exited (${signal ?? `code ${code}`}) during the throughput measurement; restarting it.`);
+      setTimeout(() => !this.stopped && this.start(), 250).unref();
+    });
+  }
+
+  get alive(): boolean {
+    return !!this.instance?.alive || (!this.stopped && this.restarts < MAX_RESTARTS);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    // SIGKILL: the lane's topics, group and transactional ids are thrown away, nothing to tidy.
+    await this.instance?.kill();
+  }
+
+  /** How many of `records` (indices) the group's committed offsets cover. */
+  async covered(admin: Admin, records: ReadonlySet<number>): Promise<number> {
+    const inputs = [...new Set(this.writer.written.filter((r) => records.has(r.index)).map((r) => r.topic))];
+    const committed = new Map<string, number>();
+    for (const topic of inputs) {
+      const [offsets] = await admin.fetchOffsets({ groupId: this.groupId, topics: [this.topic(topic)] });
+      for (const p of offsets?.partitions ?? []) committed.set(`${topic}/${p.partition}`, Number(p.offset));
+    }
+    return this.writer.written.filter((r) => records.has(r.index) && r.offset < (committed.get(`${r.topic}/${r.partition}`) ?? -1)).length;
+  }
+}
+
+/** Polls until the lane's group covers all `records`, or `until` (epoch ms). */
+async function waitCovered(admin: Admin, lane: Lane, records: ReadonlySet<number>, until: number): Promise<{ processed: number; at: number }> {
+  for (;;) {
+    const processed = await lane.covered(admin, records).catch(() => 0);
+    const at = performance.now();
+    if (processed >= records.size || Date.now() >= until || !lane.alive) return { processed, at };
+    await sleep(POLL_MS);
+  }
+}
+
+/** Writes the burst, returning the moment its transaction committed (performance.now()). */
+async function writeBurst(lane: Lane, burst: SeedTransaction): Promise<number> {
+  await lane.writer.write([burst]);
+  return performance.now();
+}
+
+/**
+ * Times the baseline and then the learner's program, and decides `throughput-speedup`.
+ * Throws an infrastructure error if the baseline itself cannot be timed (never the learner's fault).
+ */
+export async function measureThroughput(ctx: ThroughputContext): Promise<ThroughputResult> {
+  const spec: ThroughputSpec = ctx.lab.definition.throughput!;
+  const def = ctx.lab.definition;
+  const { warmup, burst } = planBurst(def, spec.records);
+  const warmupIds = new Set(warmup.records.map((r) => r.index));
+  const burstIds = new Set(burst.records.map((r) => r.index));
+  const total = burst.records.length;
+
+  const code = fs.readFileSync(path.join(ctx.lab.dir, spec.baseline), 'utf8');
+  const baselineDir = path.join(ctx.workDir, 'baseline');
+  fs.mkdirSync(baselineDir, { recursive: true });
+  const compiled = await compileProgram(code, baselineDir);
+  const baseline = new Lane('baseline', `${ctx.namespace}-base`, ctx, { kind: 'bundle', file: compiled.file, readDirs: compiled.readDirs, writeDir: baselineDir }, false);
+  const learner = new Lane('speed', `${ctx.namespace}-speed`, ctx, ctx.learner, true);
+  const lanes = [baseline, learner];
+  const admin = ctx.kafka.admin();
+
+  ctx.system(
+    `Throughput: timing the baseline program, then yours, each on a burst of ${total} records in one transaction (topics of their own, no faults); yours must reach ${spec.minSpeedup}x the baseline's records/s.`,
+  );
+  // No broker restart of a parallel attempt may land inside a timing: hold the shared lease.
+  return brokerMaintenance.withShared(async () => {
+    try {
+      await admin.connect();
+      await retry(
+        () =>
+          admin.createTopics({
+            waitForLeaders: true,
+            topics: lanes.flatMap((lane) => def.topics.map((t) => ({ topic: lane.topic(t.name), numPartitions: t.partitions }))),
+          }),
+        { retries: 6, minDelayMs: 250, maxDelayMs: 2_000, shouldRetry: (err) => !/already exists/i.test(describeError(err)) },
+      );
+      await Promise.all(lanes.map((lane) => lane.writer.connect()));
+      // Both start together (a Node start and a group join each) and warm up side by side.
+      for (const lane of lanes) lane.start();
+      await Promise.all(lanes.map((lane) => lane.writer.write([warmup])));
+      const warmed = await Promise.all(lanes.map((lane) => waitCovered(admin, lane, warmupIds, Date.now() + WARMUP_LIMIT_MS)));
+      if (warmed[0]!.processed < warmupIds.size) {
+        throw new KafkaIqError('INTERNAL', `the baseline program did not process its warm-up records within ${WARMUP_LIMIT_MS / 1000} s${baseline.lastError ? ` (${baseline.lastError})` : ''}`);
+      }
+
+      // 1. The baseline, alone (the learner's instance is idle, waiting for input).
+      const baseStart = await writeBurst(baseline, burst);
+      const baseDone = await waitCovered(admin, baseline, burstIds, Date.now() + BASELINE_BURST_LIMIT_MS);
+      await baseline.stop();
+      if (baseDone.processed < total) {
+        throw new KafkaIqError('INTERNAL', `the baseline program processed only ${baseDone.processed} of ${total} burst records within ${BASELINE_BURST_LIMIT_MS / 1000} s`);
+      }
+      const baseTiming: BurstTiming = { records: total, processed: total, ms: baseDone.at - baseStart };
+
+      // 2. The learner's program, on the same kind of burst.
+      let learnerTiming: BurstTiming | null = null;
+      let check: CheckResult;
+      if (warmed[1]!.processed < warmupIds.size) {
+        const why = !learner.alive
+          ? `it kept exiting before it had processed the first records${learner.lastError ? ` (last error: ${learner.lastError})` : ''}`
+          : `it did not process the first ${warmupIds.size} records within ${WARMUP_LIMIT_MS / 1000} s (does it subscribe with fromBeginning: true and commit its offsets?)`;
+        check = judgeThroughput(spec.minSpeedup, baseTiming, { problem: why });
+      } else {
+        const waitMs = Math.max(MIN_LEARNER_WAIT_MS, 1.5 * allowedMs(baseTiming, spec.minSpeedup));
+        const start = await writeBurst(learner, burst);
+        const done = await waitCovered(admin, learner, burstIds, Date.now() + waitMs);
+        learnerTiming = { records: total, processed: done.processed, ms: done.at - start };
+        check = judgeThroughput(spec.minSpeedup, baseTiming, learnerTiming);
+      }
+      ctx.system(`Throughput: ${check.summary}.`);
+      return { check, baseline: baseTiming, learner: learnerTiming };
+    } finally {
+      await Promise.all(lanes.map((lane) => lane.stop()));
+      await Promise.all(lanes.map((lane) => lane.writer.disconnect()));
+      await admin
+        .deleteTopics({ topics: lanes.flatMap((lane) => def.topics.map((t) => lane.topic(t.name))), timeout: 5_000 })
+        .catch(() => {});
+      await admin.disconnect().catch(() => {});
+    }
+  });
+}
