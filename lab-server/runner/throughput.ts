@@ -1,19 +1,19 @@
 /**
  * The throughput requirement of performance labs (`throughput` in lab.ts, check
  * `throughput-speedup`). Before the fault plan, in the same grade, the grader times two programs
- * on the same kind of input:
+ * side by side on the same kind of input: the lab's baseline program (a correct but slow pipeline
+ * kept in the lab folder) and the learner's program, each on its own namespaced topics, group
+ * and transactional ids, so nothing here touches the topics that the no-loss / no-duplicates
+ * accounting reads later.
  *
- *  1. the lab's baseline program (a correct but slow pipeline kept in the lab folder), then
- *  2. the learner's program,
- *
- * each on its own namespaced topics, group and transactional ids, so nothing here touches the
- * topics that the no-loss / no-duplicates accounting reads later. Each program first gets a few
- * warm-up records (it has started, joined its group and set up its producer once it has processed
- * them), then a burst of N records written in ONE committed transaction, so the burst becomes
- * visible to read_committed consumers all at once. The time runs from that commit until the
- * group's committed offsets cover every record of the burst. Both timings come from the same
- * machine within seconds of each other, so a slow or busy machine slows both alike and the ratio
- * stays meaningful where an absolute records/s figure would not.
+ * Each program first gets a few warm-up records (once it has processed them, it has started,
+ * joined its group and set up its producer), then a burst of N records written in ONE committed
+ * transaction, so the burst becomes visible to read_committed consumers all at once. Its time
+ * runs from that commit until the group's committed offsets cover the burst. Both bursts are
+ * committed at the same moment: on a busy machine the load comes and goes within seconds, and two
+ * programs timed together see the same load, so the RATIO of their rates stays meaningful where
+ * an absolute records/s figure would not. The baseline is slow and steady, so on a crawling
+ * machine its rate is taken from the part of the burst it finished within a window.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -45,11 +45,11 @@ export function burstRate(t: BurstTiming): number {
 }
 
 /**
- * The longest the learner's burst may take and still pass: rate >= k x baseline rate means
- * N / t <= ... i.e. t <= baseline time / k (both programs get the same N).
+ * The longest the learner's burst of N records may take and still pass:
+ * N / t >= k x baseline rate, i.e. t <= N / (k x baseline rate) (both bursts have the same N).
  */
 export function allowedMs(baseline: BurstTiming, minSpeedup: number): number {
-  return (baseline.ms * baseline.records) / baseline.processed / minSpeedup;
+  return (1000 * baseline.records) / (minSpeedup * burstRate(baseline));
 }
 
 const rateText = (r: number) => (r >= 100 ? `${Math.round(r)}` : r.toFixed(1));
@@ -64,10 +64,12 @@ export function judgeThroughput(minSpeedup: number, baseline: BurstTiming, learn
   const baseRate = burstRate(baseline);
   const needed = baseRate * minSpeedup;
   const evidence = [
-    `baseline program: ${baseline.records} records in ${seconds(baseline.ms)} = ${rateText(baseRate)} records/s`,
+    baseline.processed >= baseline.records
+      ? `baseline program: ${baseline.records} records in ${seconds(baseline.ms)} = ${rateText(baseRate)} records/s`
+      : `baseline program: ${baseline.processed} of ${baseline.records} records in ${seconds(baseline.ms)} = ${rateText(baseRate)} records/s (timed over part of the burst: it is slow and steady)`,
   ];
   const requirement = `at least ${minSpeedup}x the baseline required, i.e. ${rateText(needed)} records/s: all ${baseline.records} records within ${seconds(allowedMs(baseline, minSpeedup))}`;
-  const how = `each timed from the commit of a burst of ${baseline.records} records (one transaction, no faults, topics of its own) until the group's committed offsets covered all of them`;
+  const how = `each timed from the commit of a burst of ${baseline.records} records (one transaction, no faults, topics of its own) until the group's committed offsets covered them`;
   if ('problem' in learner) {
     return {
       name: 'throughput-speedup',
@@ -136,9 +138,19 @@ export interface ThroughputResult {
 }
 
 const WARMUP_LIMIT_MS = 30_000;
+/**
+ * The baseline is slow by design and steady (the same work per record), so on a busy machine its
+ * rate is taken from the part of the burst it finished within this window; the rate of a part is
+ * as good as the rate of the whole there, and a grade never waits half a minute for it.
+ */
+const BASELINE_WINDOW_MS = 5_000;
+/** ...but never from fewer records than this (unless the limit below is reached). */
+const BASELINE_MIN_RECORDS = 10;
 const BASELINE_BURST_LIMIT_MS = 60_000;
 /** A learner's burst is watched at least this long, so a slow program's rate is measured, not guessed. */
 const MIN_LEARNER_WAIT_MS = 2_000;
+/** ...and at most this long, even when a crawling baseline would allow more. */
+const LEARNER_LIMIT_MS = 15_000;
 const POLL_MS = 10;
 const MAX_RESTARTS = 3;
 
@@ -204,12 +216,11 @@ class Lane {
   }
 }
 
-/** Polls until the lane's group covers all `records`, or `until` (epoch ms). */
-async function waitCovered(admin: Admin, lane: Lane, records: ReadonlySet<number>, until: number): Promise<{ processed: number; at: number }> {
+/** Polls until the lane's group covers all `records`, or `until` (epoch ms), or the lane gave up. */
+async function waitCovered(admin: Admin, lane: Lane, records: ReadonlySet<number>, until: number): Promise<{ processed: number }> {
   for (;;) {
     const processed = await lane.covered(admin, records).catch(() => 0);
-    const at = performance.now();
-    if (processed >= records.size || Date.now() >= until || !lane.alive) return { processed, at };
+    if (processed >= records.size || Date.now() >= until || !lane.alive) return { processed };
     await sleep(POLL_MS);
   }
 }
@@ -265,32 +276,45 @@ export async function measureThroughput(ctx: ThroughputContext): Promise<Through
         throw new KafkaIqError('INTERNAL', `the baseline program did not process its warm-up records within ${WARMUP_LIMIT_MS / 1000} s${baseline.lastError ? ` (${baseline.lastError})` : ''}`);
       }
 
-      // 1. The baseline, alone (the learner's instance is idle, waiting for input).
-      const baseStart = await writeBurst(baseline, burst);
-      const baseDone = await waitCovered(admin, baseline, burstIds, Date.now() + BASELINE_BURST_LIMIT_MS);
-      await baseline.stop();
-      if (baseDone.processed < total) {
-        throw new KafkaIqError('INTERNAL', `the baseline program processed only ${baseDone.processed} of ${total} burst records within ${BASELINE_BURST_LIMIT_MS / 1000} s`);
+      // Both bursts are committed at the same moment and timed side by side: the load of a busy
+      // machine comes and goes within seconds, and running together both programs see the same.
+      const learnerReady = warmed[1]!.processed >= warmupIds.size;
+      const [baseStart, learnerStart] = await Promise.all([writeBurst(baseline, burst), learnerReady ? writeBurst(learner, burst) : 0]);
+      const hardLimit = Date.now() + BASELINE_BURST_LIMIT_MS;
+      let baseTiming: BurstTiming | null = null;
+      let learnerTiming: BurstTiming | null = learnerReady ? null : { records: total, processed: 0, ms: 0 };
+      while (!baseTiming || !learnerTiming) {
+        if (!baseTiming) {
+          const processed = await baseline.covered(admin, burstIds).catch(() => 0);
+          const ms = performance.now() - baseStart;
+          if (processed >= total || (ms >= BASELINE_WINDOW_MS && processed >= BASELINE_MIN_RECORDS)) {
+            baseTiming = { records: total, processed, ms };
+            await baseline.stop(); // its share of the machine goes to the learner's program now
+          } else if (Date.now() > hardLimit || !baseline.alive) {
+            throw new KafkaIqError('INTERNAL', `the baseline program processed only ${processed} of ${total} burst records in ${(ms / 1000).toFixed(1)} s${baseline.lastError ? ` (${baseline.lastError})` : ''}`);
+          }
+        }
+        if (!learnerTiming) {
+          const processed = await learner.covered(admin, burstIds).catch(() => 0);
+          const ms = performance.now() - learnerStart;
+          // Once the baseline's rate is known, the learner's deadline is known: past it, the
+          // program cannot pass any more, and what it did so far gives its rate.
+          const limit = baseTiming ? Math.max(MIN_LEARNER_WAIT_MS, Math.min(allowedMs(baseTiming, spec.minSpeedup), LEARNER_LIMIT_MS)) : Infinity;
+          if (processed >= total || ms >= limit || !learner.alive || Date.now() > hardLimit) learnerTiming = { records: total, processed, ms };
+        }
+        await sleep(POLL_MS);
       }
-      const baseTiming: BurstTiming = { records: total, processed: total, ms: baseDone.at - baseStart };
-
-      // 2. The learner's program, on the same kind of burst.
-      let learnerTiming: BurstTiming | null = null;
       let check: CheckResult;
-      if (warmed[1]!.processed < warmupIds.size) {
+      if (!learnerReady) {
         const why = !learner.alive
           ? `it kept exiting before it had processed the first records${learner.lastError ? ` (last error: ${learner.lastError})` : ''}`
           : `it did not process the first ${warmupIds.size} records within ${WARMUP_LIMIT_MS / 1000} s (does it subscribe with fromBeginning: true and commit its offsets?)`;
         check = judgeThroughput(spec.minSpeedup, baseTiming, { problem: why });
       } else {
-        const waitMs = Math.max(MIN_LEARNER_WAIT_MS, 1.5 * allowedMs(baseTiming, spec.minSpeedup));
-        const start = await writeBurst(learner, burst);
-        const done = await waitCovered(admin, learner, burstIds, Date.now() + waitMs);
-        learnerTiming = { records: total, processed: done.processed, ms: done.at - start };
         check = judgeThroughput(spec.minSpeedup, baseTiming, learnerTiming);
       }
       ctx.system(`Throughput: ${check.summary}.`);
-      return { check, baseline: baseTiming, learner: learnerTiming };
+      return { check, baseline: baseTiming, learner: learnerReady ? learnerTiming : null };
     } finally {
       await Promise.all(lanes.map((lane) => lane.stop()));
       await Promise.all(lanes.map((lane) => lane.writer.disconnect()));
