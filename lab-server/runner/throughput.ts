@@ -258,6 +258,7 @@ export async function measureThroughput(ctx: ThroughputContext): Promise<Through
   const learner = new Lane('speed', `${ctx.namespace}-speed`, ctx, ctx.learner, true);
   const lanes = [baseline, learner];
   const admin = ctx.kafka.admin();
+  const began = Date.now();
 
   ctx.system(
     `Throughput: timing the baseline program and yours side by side, each on a burst of ${total} records committed in one transaction (topics of their own, no faults); yours must reach ${spec.minSpeedup}x the baseline's records/s.`,
@@ -321,7 +322,7 @@ export async function measureThroughput(ctx: ThroughputContext): Promise<Through
       } else {
         check = judgeThroughput(spec.minSpeedup, baseTiming, learnerTiming);
       }
-      ctx.system(`Throughput: ${check.summary}.`);
+      ctx.system(`Throughput: ${check.summary} (measured in ${((Date.now() - began) / 1000).toFixed(1)} s).`);
       return { check, baseline: baseTiming, learner: learnerReady ? learnerTiming : null };
     } finally {
       await Promise.all(lanes.map((lane) => lane.stop()));
