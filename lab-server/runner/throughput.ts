@@ -56,6 +56,14 @@ const rateText = (r: number) => (r >= 100 ? `${Math.round(r)}` : r.toFixed(1));
 const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 const times = (x: number) => `${x >= 10 ? x.toFixed(0) : x.toFixed(1)}x`;
 
+/** One program's timing, in words: all of the burst, or the part it finished within the window. */
+function describeTiming(who: string, t: BurstTiming): string {
+  const rate = `${rateText(burstRate(t))} records/s`;
+  return t.processed >= t.records
+    ? `${who}: all ${t.records} records in ${seconds(t.ms)} = ${rate}`
+    : `${who}: ${t.processed} of ${t.records} records within the ${seconds(t.ms)} window = ${rate}`;
+}
+
 /**
  * Decides `throughput-speedup` from the two timings (or from why the learner's program could not
  * be timed). Pure, so the verdict and its wording are unit-tested.
@@ -63,13 +71,11 @@ const times = (x: number) => `${x >= 10 ? x.toFixed(0) : x.toFixed(1)}x`;
 export function judgeThroughput(minSpeedup: number, baseline: BurstTiming, learner: BurstTiming | { problem: string }): CheckResult {
   const baseRate = burstRate(baseline);
   const needed = baseRate * minSpeedup;
-  const evidence = [
-    baseline.processed >= baseline.records
-      ? `baseline program: ${baseline.records} records in ${seconds(baseline.ms)} = ${rateText(baseRate)} records/s`
-      : `baseline program: ${baseline.processed} of ${baseline.records} records in ${seconds(baseline.ms)} = ${rateText(baseRate)} records/s (timed over part of the burst: it is slow and steady)`,
-  ];
-  const requirement = `at least ${minSpeedup}x the baseline required, i.e. ${rateText(needed)} records/s: all ${baseline.records} records within ${seconds(allowedMs(baseline, minSpeedup))}`;
-  const how = `each timed from the commit of a burst of ${baseline.records} records (one transaction, no faults, topics of its own) until the group's committed offsets covered them`;
+  const requirement = `at least ${minSpeedup}x the baseline's rate required, i.e. ${rateText(needed)} records/s (all ${baseline.records} records within ${seconds(allowedMs(baseline, minSpeedup))})`;
+  const how =
+    `both programs ran side by side, each on topics of its own with no faults, each timed from the commit of its burst of ${baseline.records} records ` +
+    `(one transaction) until its group's committed offsets covered them, or for the same window if it was not done by then`;
+  const evidence = [describeTiming('baseline program', baseline)];
   if ('problem' in learner) {
     return {
       name: 'throughput-speedup',
@@ -80,21 +86,12 @@ export function judgeThroughput(minSpeedup: number, baseline: BurstTiming, learn
   }
   const rate = burstRate(learner);
   const ratio = rate / baseRate;
-  const complete = learner.processed >= learner.records;
-  const passed = complete && rate >= needed;
-  evidence.push(
-    complete
-      ? `your program: ${learner.records} records in ${seconds(learner.ms)} = ${rateText(rate)} records/s`
-      : `your program: ${learner.processed} of ${learner.records} records in ${seconds(learner.ms)} = ${rateText(rate)} records/s (the grader stopped waiting: the rest could no longer have made it in time)`,
-    `speed-up: ${times(ratio)} (${rateText(rate)} / ${rateText(baseRate)} records/s); ${requirement}`,
-    how,
-  );
+  const passed = rate >= needed;
+  evidence.push(describeTiming('your program', learner), `speed-up: ${times(ratio)} (${rateText(rate)} / ${rateText(baseRate)} records/s); ${requirement}`, how);
   return {
     name: 'throughput-speedup',
     passed,
-    summary: passed
-      ? `${times(ratio)} the baseline's throughput (${rateText(rate)} vs ${rateText(baseRate)} records/s), at least ${minSpeedup}x required`
-      : `only ${times(ratio)} the baseline's throughput (${rateText(rate)} vs ${rateText(baseRate)} records/s), at least ${minSpeedup}x required`,
+    summary: `${passed ? '' : 'only '}${times(ratio)} the baseline's throughput (${rateText(rate)} vs ${rateText(baseRate)} records/s), at least ${minSpeedup}x required`,
     evidence,
   };
 }
@@ -140,18 +137,16 @@ export interface ThroughputResult {
 const WARMUP_LIMIT_MS = 30_000;
 const PARTIAL_WARMUP_MS = 1_500;
 /**
- * The baseline is slow by design and steady (the same work per record), so on a busy machine its
- * rate is taken from the part of the burst it finished within this window; the rate of a part is
- * as good as the rate of the whole there, and a grade never waits half a minute for it.
+ * Both bursts are timed over the same window: a program that finishes earlier is timed to its
+ * last offset commit; one that does not is rated on what it finished within the window. The
+ * burst is made big enough that the baseline never finishes it in the window, so the two always
+ * run side by side for the baseline's whole timing.
  */
-const BASELINE_WINDOW_MS = 5_000;
-/** ...but never from fewer records than this (unless the limit below is reached). */
+const WINDOW_MS = 4_000;
+/** The window is stretched until the baseline has done at least this much (a crawling machine)... */
 const BASELINE_MIN_RECORDS = 10;
-const BASELINE_BURST_LIMIT_MS = 60_000;
-/** A learner's burst is watched at least this long, so a slow program's rate is measured, not guessed. */
-const MIN_LEARNER_WAIT_MS = 2_000;
-/** ...and at most this long, even when a crawling baseline would allow more. */
-const LEARNER_LIMIT_MS = 15_000;
+/** ...up to this limit; past it, the grader gives up (an infrastructure error, not the learner's). */
+const HARD_LIMIT_MS = 60_000;
 const POLL_MS = 10;
 const MAX_RESTARTS = 3;
 
@@ -161,7 +156,10 @@ class Lane {
   readonly writer: InputWriter;
   instance: ProgramInstance | null = null;
   restarts = 0;
-  lastError = '';
+  /** How each exit happened, and the last lines on stderr: why a lane failed, for the message. */
+  private readonly exits: string[] = [];
+  private readonly stderrTail: string[] = [];
+  private restartPending = false;
   private stopped = false;
 
   constructor(
@@ -183,20 +181,37 @@ class Lane {
     const instance = new ProgramInstance(this.name, this.restarts + 1, this.source, this.ctx.env(this.namespace));
     this.instance = instance;
     instance.on('line', (stream, line) => {
-      if (stream === 'stderr' && line.trim()) this.lastError = line.trim();
+      if (stream === 'stderr' && line.trim()) {
+        this.stderrTail.push(line.trim().slice(0, 300));
+        if (this.stderrTail.length > 3) this.stderrTail.shift();
+      }
       if (this.showOutput) this.ctx.output(this.name, stream, line);
     });
     instance.on('exit', (code, signal) => {
       if (this.stopped || this.instance !== instance) return;
+      this.exits.push(signal ?? `code ${code}`);
       if (this.restarts >= MAX_RESTARTS) return;
       this.restarts++;
+      this.restartPending = true;
       if (this.showOutput) this.ctx.system(`${this.name} exited (${signal ?? `code ${code}`}) during the throughput measurement; restarting it.`);
-      setTimeout(() => !this.stopped && this.start(), 250).unref();
+      setTimeout(() => {
+        this.restartPending = false;
+        if (!this.stopped) this.start();
+      }, 250).unref();
     });
   }
 
   get alive(): boolean {
-    return !!this.instance?.alive || (!this.stopped && this.restarts < MAX_RESTARTS);
+    return !this.stopped && (!!this.instance?.alive || this.restartPending);
+  }
+
+  /** Why this lane may have failed, as a parenthesis for an error message ('' if nothing to say). */
+  diagnosis(): string {
+    const parts = [
+      ...(this.exits.length ? [`exits: ${this.exits.join(', ')}`] : []),
+      ...(this.stderrTail.length ? [`last errors: ${this.stderrTail.join(' | ')}`] : []),
+    ];
+    return parts.length ? ` (${parts.join('; ')})` : '';
   }
 
   async stop(): Promise<void> {
@@ -239,7 +254,7 @@ async function writeBurst(lane: Lane, burst: SeedTransaction): Promise<number> {
 }
 
 /**
- * Times the baseline and then the learner's program, and decides `throughput-speedup`.
+ * Times the baseline and the learner's program side by side, and decides `throughput-speedup`.
  * Throws an infrastructure error if the baseline itself cannot be timed (never the learner's fault).
  */
 export async function measureThroughput(ctx: ThroughputContext): Promise<ThroughputResult> {
@@ -282,48 +297,48 @@ export async function measureThroughput(ctx: ThroughputContext): Promise<Through
       const warmed = await Promise.all(lanes.map((lane) => waitWarm(admin, lane, warmupIds, Date.now() + WARMUP_LIMIT_MS)));
       if (warmed[0]!.processed < warmupIds.size) {
         // The baseline is known to commit every offset: short of that, the grader is in trouble.
-        throw new KafkaIqError('INTERNAL', `the baseline program did not process its warm-up records within ${WARMUP_LIMIT_MS / 1000} s${baseline.lastError ? ` (${baseline.lastError})` : ''}`);
+        throw new KafkaIqError('INTERNAL', `the baseline program ${baseline.alive ? `did not process its warm-up records within ${WARMUP_LIMIT_MS / 1000} s` : 'kept exiting before it had processed its warm-up records'}${baseline.diagnosis()}`);
       }
 
-      // Both bursts are committed at the same moment and timed side by side: the load of a busy
-      // machine comes and goes within seconds, and running together both programs see the same.
+      // Both bursts are committed at the same moment and timed side by side over the same window:
+      // the load of a busy machine comes and goes within seconds, and two programs running at the
+      // same time see the same load.
       const learnerReady = warmed[1]!.processed > 0;
-      const [baseStart, learnerStart] = await Promise.all([writeBurst(baseline, burst), learnerReady ? writeBurst(learner, burst) : 0]);
-      const hardLimit = Date.now() + BASELINE_BURST_LIMIT_MS;
-      let baseTiming: BurstTiming | null = null;
-      let learnerTiming: BurstTiming | null = learnerReady ? null : { records: total, processed: 0, ms: 0 };
-      while (!baseTiming || !learnerTiming) {
-        if (!baseTiming) {
-          const processed = await baseline.covered(admin, burstIds).catch(() => 0);
-          const ms = performance.now() - baseStart;
-          if (processed >= total || (ms >= BASELINE_WINDOW_MS && processed >= BASELINE_MIN_RECORDS)) {
-            baseTiming = { records: total, processed, ms };
-            await baseline.stop(); // its share of the machine goes to the learner's program now
-          } else if (Date.now() > hardLimit || !baseline.alive) {
-            throw new KafkaIqError('INTERNAL', `the baseline program processed only ${processed} of ${total} burst records in ${(ms / 1000).toFixed(1)} s${baseline.lastError ? ` (${baseline.lastError})` : ''}`);
-          }
+      const timed = learnerReady ? lanes : [baseline];
+      const starts = await Promise.all(timed.map((lane) => writeBurst(lane, burst)));
+      const windowStart = Math.max(...starts);
+      const finished = new Map<Lane, BurstTiming>();
+      const progress = new Map<Lane, number>(timed.map((lane) => [lane, 0]));
+      for (;;) {
+        for (const [i, lane] of timed.entries()) {
+          if (finished.has(lane)) continue;
+          const processed = await lane.covered(admin, burstIds).catch(() => progress.get(lane)!);
+          progress.set(lane, processed);
+          if (processed >= total) finished.set(lane, { records: total, processed, ms: performance.now() - starts[i]! });
         }
-        if (!learnerTiming) {
-          const processed = await learner.covered(admin, burstIds).catch(() => 0);
-          const ms = performance.now() - learnerStart;
-          // Once the baseline's rate is known, the learner's deadline is known: past it, the
-          // program cannot pass any more, and what it did so far gives its rate.
-          const limit = baseTiming ? Math.max(MIN_LEARNER_WAIT_MS, Math.min(allowedMs(baseTiming, spec.minSpeedup), LEARNER_LIMIT_MS)) : Infinity;
-          if (processed >= total || ms >= limit || !learner.alive || Date.now() > hardLimit) learnerTiming = { records: total, processed, ms };
+        const elapsed = performance.now() - windowStart;
+        if (finished.size === timed.length) break;
+        if (elapsed >= WINDOW_MS && progress.get(baseline)! >= BASELINE_MIN_RECORDS) break;
+        if (elapsed >= HARD_LIMIT_MS || !baseline.alive) {
+          throw new KafkaIqError('INTERNAL', `the baseline program processed only ${progress.get(baseline)} of ${total} burst records in ${(elapsed / 1000).toFixed(1)} s${baseline.diagnosis()}`);
         }
         await sleep(POLL_MS);
       }
+      const windowEnd = performance.now();
+      const timing = (lane: Lane, i: number): BurstTiming => finished.get(lane) ?? { records: total, processed: progress.get(lane)!, ms: windowEnd - starts[i]! };
+      const baseTiming = timing(baseline, 0);
+      const learnerTiming = learnerReady ? timing(learner, 1) : null;
       let check: CheckResult;
       if (!learnerReady) {
         const why = !learner.alive
-          ? `it kept exiting before it had processed the first records${learner.lastError ? ` (last error: ${learner.lastError})` : ''}`
+          ? `it kept exiting before it had processed the first records${learner.diagnosis()}`
           : `it committed no offsets for its first ${warmupIds.size} records within ${WARMUP_LIMIT_MS / 1000} s (does it subscribe with fromBeginning: true, and commit the offsets?)`;
         check = judgeThroughput(spec.minSpeedup, baseTiming, { problem: why });
       } else {
-        check = judgeThroughput(spec.minSpeedup, baseTiming, learnerTiming);
+        check = judgeThroughput(spec.minSpeedup, baseTiming, learnerTiming!);
       }
       ctx.system(`Throughput: ${check.summary} (measured in ${((Date.now() - began) / 1000).toFixed(1)} s).`);
-      return { check, baseline: baseTiming, learner: learnerReady ? learnerTiming : null };
+      return { check, baseline: baseTiming, learner: learnerTiming };
     } finally {
       await Promise.all(lanes.map((lane) => lane.stop()));
       await Promise.all(lanes.map((lane) => lane.writer.disconnect()));

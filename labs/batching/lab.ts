@@ -20,16 +20,16 @@ export default defineLab({
   summary:
     'Read every page view of INPUT_TOPIC (JSON {"id","user","page","ms"}) and write it to OUTPUT_TOPIC as one CSV line id,user,page,ms with the same key, ' +
     'e.g. {"id":"pv-00017","user":"k005","page":"/pricing","ms":347} becomes pv-00017,k005,/pricing,347; exactly once, offsets in the same transaction, through kills, ' +
-    'restarts, a zombie, a failed send and a broker restart. The starter is correct but opens one transaction per record. Before the faults, the grader times ' +
-    'a baseline program (correct, one transaction per record, already tuned) and then yours, each on a burst of 150 records written in one transaction: ' +
-    "yours must process them at least 5x as fast (records/s). Put many records into each transaction.",
+    'restarts, a zombie, a failed send and a broker restart. The starter is correct but opens one transaction per record. Before the faults, the grader runs ' +
+    'a baseline program (correct, one transaction per record, already tuned) and yours side by side, each on its own burst of 600 records committed in one ' +
+    "transaction: yours must reach at least 5x the baseline's records per second. Put many records into each transaction.",
   env: [
     { name: 'KAFKA_BROKERS', description: 'Comma-separated bootstrap servers, e.g. 127.0.0.1:9092' },
     {
       name: 'INPUT_TOPIC',
       description:
         'Page views to read (3 partitions), keyed by user, as compact JSON, e.g. {"id":"pv-00017","user":"k005","page":"/pricing","ms":347}. ' +
-        'Some were written in aborted transactions and must have no effect. For the throughput measurement this is a topic of its own, with a burst of 150 views.',
+        'Some were written in aborted transactions and must have no effect. For the throughput measurement this is a topic of its own, with a burst of 600 views.',
     },
     {
       name: 'OUTPUT_TOPIC',
@@ -44,9 +44,9 @@ export default defineLab({
   ],
   seeds: [{ topic: 'input', records: 150, keys: 12, transactionSize: 5, abortEvery: 4, value: pageView }],
   transform: (input) => [{ topic: 'output', key: input.key, value: toCsv(input.value) }],
-  // Timed before the faults, each on topics of its own: labs/batching/baseline.ts, then the
-  // learner's program, on 150 records committed at once. See lab-server/runner/throughput.ts.
-  throughput: { baseline: 'baseline.ts', records: 150, minSpeedup: 5 },
+  // Timed before the faults, side by side, each on topics of its own: labs/batching/baseline.ts and
+  // the learner's program, on 600 records committed at once. See lab-server/runner/throughput.ts.
+  throughput: { baseline: 'baseline.ts', records: 600, minSpeedup: 5 },
   faults: {
     // A batched program commits rarely, so a kill at 'after:commit' always lands between the
     // transaction and an offset commit made outside it; 'after:send' catches auto-commit.
