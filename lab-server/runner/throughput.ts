@@ -144,7 +144,7 @@ const PARTIAL_WARMUP_MS = 1_500;
  */
 const WINDOW_MS = 4_000;
 /** The window is stretched until the baseline has done at least this much (a crawling machine)... */
-const BASELINE_MIN_RECORDS = 10;
+const BASELINE_MIN_RECORDS = 6;
 /** ...up to this limit; past it, the grader gives up (an infrastructure error, not the learner's). */
 const HARD_LIMIT_MS = 60_000;
 const POLL_MS = 10;
