@@ -9,11 +9,11 @@
  * Each program first gets a few warm-up records (once it has processed them, it has started,
  * joined its group and set up its producer), then a burst of N records written in ONE committed
  * transaction, so the burst becomes visible to read_committed consumers all at once. Its time
- * runs from that commit until the group's committed offsets cover the burst. Both bursts are
- * committed at the same moment: on a busy machine the load comes and goes within seconds, and two
- * programs timed together see the same load, so the RATIO of their rates stays meaningful where
- * an absolute records/s figure would not. The baseline is slow and steady, so on a crawling
- * machine its rate is taken from the part of the burst it finished within a window.
+ * runs from that commit until the group's committed offsets cover the burst, or for a window of
+ * a few seconds, the same for both, if it is not done by then (it is rated on what it finished).
+ * Both bursts are committed at the same moment: on a busy machine the load comes and goes within
+ * seconds, and two programs timed together see the same load, so the RATIO of their rates stays
+ * meaningful where an absolute records/s figure would not.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -35,7 +35,7 @@ export interface BurstTiming {
   records: number;
   /** How many of them the group's committed offsets covered when the timing ended. */
   processed: number;
-  /** From the burst's commit until all were covered, or until the grader stopped waiting. */
+  /** From the burst's commit until all were covered, or until the end of the window. */
   ms: number;
 }
 
@@ -139,8 +139,8 @@ const PARTIAL_WARMUP_MS = 1_500;
 /**
  * Both bursts are timed over the same window: a program that finishes earlier is timed to its
  * last offset commit; one that does not is rated on what it finished within the window. The
- * burst is made big enough that the baseline never finishes it in the window, so the two always
- * run side by side for the baseline's whole timing.
+ * lab's burst should be big enough that the baseline never finishes it within the window, so the
+ * two always run side by side for the baseline's whole timing.
  */
 const WINDOW_MS = 4_000;
 /** The window is stretched until the baseline has done at least this much (a crawling machine)... */
