@@ -105,4 +105,11 @@ function assertConsistent(id: string, lab: LabDefinition): void {
   if (!envNames.has('KAFKA_BROKERS')) fail('env: KAFKA_BROKERS must be described');
   if (!lab.topics.some((t) => t.role === 'output')) fail('topics: at least one topic needs role "output"');
   if (names.size !== lab.topics.length) fail('topics: names must be unique');
+  // A throughput requirement and its check come together: one without the other is a silent no-op.
+  const speedCheck = lab.checks.includes('throughput-speedup');
+  if (lab.throughput && !speedCheck) fail('checks: a lab with a throughput block must list "throughput-speedup"');
+  if (!lab.throughput && speedCheck) fail('checks: "throughput-speedup" needs a throughput block (baseline, records, minSpeedup)');
+  if (lab.throughput && !fs.existsSync(path.join(LABS_DIR, id, lab.throughput.baseline))) {
+    fail(`throughput.baseline: there is no labs/${id}/${lab.throughput.baseline}`);
+  }
 }

@@ -20,6 +20,7 @@ import { planFaults, randomSeed, type FaultPlan, type PlannedFault } from './fau
 import { OutputSink } from './output-sink.ts';
 import { ProgramInstance, type ProgramSource } from './program-instance.ts';
 import { InputWriter, planSeedTransactions, splitIntoWaves, type SeedTransaction } from './seeder.ts';
+import { measureThroughput } from './throughput.ts';
 import { verifyRun } from './verify.ts';
 
 export type AttemptMode = 'run' | 'grade' | 'quick';
@@ -157,6 +158,21 @@ export class LabAttempt {
 
   private async gradeWithPlan(plan: FaultPlan, startedAtIso: string): Promise<GradeReport> {
     await this.prepare();
+    // Performance labs: time a baseline and the learner's program on bursts of their own topics
+    // first, before any fault, so the timing is clean and the lab's topics stay untouched.
+    const throughput = this.lab.definition.throughput
+      ? await measureThroughput({
+          lab: this.lab,
+          kafka: this.kafka,
+          brokers: this.options.brokers,
+          namespace: this.namespace,
+          learner: this.source!,
+          env: (namespace) => this.env(1, namespace),
+          workDir: this.workDir,
+          system: (line) => this.sink.system(line),
+          output: (instance, stream, line) => this.sink.line(instance, stream, line),
+        })
+      : null;
     const transactions = planSeedTransactions(this.lab.definition);
     // One wave per fault, a spare per fault for the "after a send" fallback, one for the zombie's
     // replacement to chew on, and a last one. A fault must never find the input used up.
@@ -199,6 +215,7 @@ export class LabAttempt {
       inputs: this.writer.written,
       faults: this.faults,
       startedAt: this.startedAt,
+      extraChecks: throughput ? [throughput.check] : [],
     }));
     const failed = verification.checks.filter((c) => !c.passed);
     // Our wrapper tells us exactly when a fault hit an open transaction. A --cmd program has no
@@ -312,14 +329,15 @@ export class LabAttempt {
     }
   }
 
-  private env(slot: number): Record<string, string> {
+  /** A program instance's env; another namespace (the throughput measurement) moves topics, group and ids there. */
+  private env(slot: number, namespace = this.namespace): Record<string, string> {
     return {
       KAFKA_BROKERS: this.options.brokers.join(','),
-      ...this.topicEnv(),
-      GROUP_ID: this.groupId,
-      TRANSACTIONAL_ID: `${this.namespace}-tx-${slot}`,
+      ...Object.fromEntries(this.lab.definition.topics.map((t) => [t.env, `${namespace}-${t.name}`])),
+      GROUP_ID: `${namespace}-group`,
+      TRANSACTIONAL_ID: `${namespace}-tx-${slot}`,
       // Shared by every instance: for one transactional.id per input partition (see the zombie lab).
-      TRANSACTIONAL_ID_PREFIX: `${this.namespace}-tx`,
+      TRANSACTIONAL_ID_PREFIX: `${namespace}-tx`,
       INSTANCE_ID: `i${slot}`,
       KAFKAJS_NO_PARTITIONER_WARNING: '1',
       [DEFAULTS_ENV]: JSON.stringify(this.lab.definition.kafkajs),

@@ -16,6 +16,8 @@ export interface VerifyInput {
   faults: FaultRecord[];
   /** Wall-clock time the run started, to place records after faults. */
   startedAt: number;
+  /** Checks decided elsewhere in the grade (e.g. throughput-speedup), reported in the lab's order. */
+  extraChecks?: CheckResult[];
 }
 
 export interface Verification {
@@ -78,7 +80,7 @@ export async function verifyRun(input: VerifyInput): Promise<Verification> {
   for (const r of committedOut) actual.set(identity(r), [...(actual.get(identity(r)) ?? []), r]);
   const inputLabel = (r: SeededRecord) => `${r.topic}-${r.partition}@${r.offset} key=${r.key} value=${show(r.value)}`;
 
-  const results = new Map<CheckName, CheckResult>();
+  const results = new Map<CheckName, CheckResult>((input.extraChecks ?? []).map((c) => [c.name, c]));
   const result = (name: CheckName, failures: string[], okSummary: string, failSummary: (n: number) => string) => {
     results.set(name, {
       name,
@@ -195,7 +197,7 @@ export async function verifyRun(input: VerifyInput): Promise<Verification> {
   result('no-hanging-transactions', hanging, 'no transaction was left open: every output LSO reached its high watermark', (n) => `${n} output partitions are blocked by an open transaction`);
 
   return {
-    checks: lab.checks.map((name) => results.get(name)!),
+    checks: lab.checks.map((name) => results.get(name)).filter((c): c is CheckResult => c !== undefined),
     outputs: committedOut.length,
     abortedRecords,
   };

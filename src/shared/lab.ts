@@ -125,6 +125,34 @@ export const kafkajsDefaultsSchema = z
   .describe('kafkajs settings the lab runtime applies where the learner sets none; tell the learner in the lab text');
 export type KafkajsDefaults = z.infer<typeof kafkajsDefaultsSchema>;
 
+/**
+ * Performance labs: exactly once AND fast. In the same grade, before the fault plan, the grader
+ * times a known-correct baseline program and then the learner's program on the same burst of
+ * committed input (separate, namespaced topics, no faults), and the check `throughput-speedup`
+ * compares the two rates. Timing both on the same machine within seconds of each other keeps
+ * the verdict stable on slow or busy machines.
+ */
+export const throughputSpecSchema = z
+  .object({
+    baseline: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9_-]*\.ts$/, 'must be a .ts file name in the lab folder, e.g. "baseline.ts"')
+      .describe('A correct program in the lab folder that the learner is measured against (e.g. one transaction per record); never shown as the solution'),
+    records: z
+      .number()
+      .int()
+      .min(10)
+      .max(5_000)
+      .describe('Records in the burst each program processes (per input seed), written at once in one committed transaction'),
+    minSpeedup: z
+      .number()
+      .min(1)
+      .max(1_000)
+      .describe("The check passes when the learner's records/s is at least this multiple of the baseline's records/s"),
+  })
+  .strict();
+export type ThroughputSpec = z.infer<typeof throughputSpecSchema>;
+
 export const labDefinitionSchema = z
   .object({
     title: z.string().min(3).describe('Shown on the workbench'),
@@ -146,6 +174,9 @@ export const labDefinitionSchema = z
     quickTimeLimitMs: z.number().int().min(5_000).max(600_000).default(40_000),
     /** Extra env the runtime gives, beyond topics, KAFKA_BROKERS, GROUP_ID and TRANSACTIONAL_ID. */
     cluster: z.enum(['single', 'three-nodes']).default('single').describe('Which broker setup the lab needs'),
+    throughput: throughputSpecSchema
+      .optional()
+      .describe('Measure the learner against a baseline program before the faults; requires the check "throughput-speedup" (and vice versa)'),
     commandFixtures: z
       .array(
         z
