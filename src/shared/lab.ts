@@ -157,6 +157,13 @@ export const monitorSpecSchema = z
       .object({
         producers: z.number().int().min(1).max(6).default(3).describe('Transactional producers writing short committed transactions, each with its own transactional id'),
         pauseMs: z.number().int().min(20).max(5_000).default(150).describe('Pause of each producer between two transactions'),
+        recordsPerPartition: z
+          .number()
+          .int()
+          .min(1)
+          .max(50)
+          .default(4)
+          .describe('Records each workload transaction writes to every busy partition: blocked lag grows fast even on a slow machine'),
         partitions: z
           .array(z.number().int().min(0))
           .min(1)
