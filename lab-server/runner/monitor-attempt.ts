@@ -829,7 +829,7 @@ export class MonitorAttempt implements Attempt {
     this.faults.push(record);
     this.options.listener.fault(record);
     this.mark('fault', 'grader', `hanging-transaction ${id} on partition ${incident.partition}`);
-    this.sink.system(`fault ${n}/${this.incidentsPlanned || 1}: hanging-transaction — ${record.note}`);
+    this.sink.system(`fault ${n}${this.options.mode === 'run' ? '' : `/${this.incidentsPlanned}`}: hanging-transaction — ${record.note}`);
     if (incident.problem) return;
 
     if (holdMs === null) {
