@@ -52,6 +52,15 @@ const SAMPLE_MS = 250;
 const MAX_SELF_RESTARTS = 15;
 const OTHER_TEAM_PARTITIONS = 3;
 
+/**
+ * A promise that is awaited later, with a handler attached now: if it fails while something else
+ * is awaited first, Node must not take it for an unhandled rejection (which ends the process).
+ */
+function settled<T>(promise: Promise<T>): Promise<T> {
+  promise.catch(() => {});
+  return promise;
+}
+
 /** Whether an alert record names this transactional id (its JSON's transactionalId). */
 function namesId(alert: AlertSeen, id: string): boolean {
   try {
@@ -195,11 +204,11 @@ export class MonitorAttempt implements Attempt {
           `Every cycle the grader adds a slow transaction, a long one on a quiet partition, one hanging on another team's topic, then leaves one hanging on WATCH_TOPIC and fences it later. ` +
           `Alerts your monitor writes to ALERTS_TOPIC are echoed here.`,
       );
-      let next = this.prepareCycle(1);
+      let next = settled(this.prepareCycle(1));
       await this.waitForMonitor();
       while (!this.stopping && this.elapsed() < this.limitMs) {
         await this.playCycle(await next, { holdMs: (this.spec.hangSeconds + this.spec.reportWithinSeconds + 6) * 1000 });
-        next = this.prepareCycle(1);
+        next = settled(this.prepareCycle(1));
         if (!(await this.pause(5_000))) break;
       }
       await next.catch(() => {});
@@ -248,7 +257,7 @@ export class MonitorAttempt implements Attempt {
     // the timing of the alerts is what is graded.
     await brokerMaintenance.withShared(async () => {
       this.startWorkload();
-      const cycle = this.prepareCycle(this.incidentsPlanned);
+      const cycle = settled(this.prepareCycle(this.incidentsPlanned));
       await this.waitForMonitor();
       await this.playCycle(await cycle, { holdMs: null });
       this.phase = 'settling';
