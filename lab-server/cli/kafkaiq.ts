@@ -9,7 +9,7 @@ import { connectCluster, type KafkaCluster } from '../broker/cluster.ts';
 import { describeError, KafkaIqError } from '../core/errors.ts';
 import { listLabIds, loadLab } from '../labs/load-lab.ts';
 import { scaffoldLab } from '../labs/scaffold.ts';
-import { LabAttempt, type ProgramInput } from '../runner/lab-attempt.ts';
+import { createAttempt, type ProgramInput } from '../runner/attempt.ts';
 import { formatReport } from '../runner/format-report.ts';
 import type { SessionListener } from '../runner/contract.ts';
 import { checkLabs } from '../runner/check-labs.ts';
@@ -86,7 +86,7 @@ async function main(argv: string[]): Promise<number> {
     }
     const seed = values.seed === undefined ? undefined : Number(values.seed);
     if (seed !== undefined && !Number.isInteger(seed)) throw new KafkaIqError('INVALID_INPUT', `--seed must be an integer, got "${values.seed}"`);
-    const attempt = new LabAttempt({
+    const attempt = createAttempt({
       lab,
       program,
       brokers: cluster.brokers,

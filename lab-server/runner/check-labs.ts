@@ -4,7 +4,7 @@ import { describeError } from '../core/errors.ts';
 import { loadLab } from '../labs/load-lab.ts';
 import type { CheckName, GradeReport } from '../../src/shared/report.ts';
 import type { SessionListener } from './contract.ts';
-import { LabAttempt, type ProgramInput } from './lab-attempt.ts';
+import { createAttempt, type ProgramInput } from './attempt.ts';
 
 export interface FixtureResult {
   lab: string;
@@ -24,7 +24,7 @@ export async function gradeProgram(
   options: { quick?: boolean; seed?: number; listener?: SessionListener } = {},
 ): Promise<GradeReport> {
   const lab = await loadLab(labId);
-  const attempt = new LabAttempt({
+  const attempt = createAttempt({
     lab,
     program,
     brokers: cluster.brokers,

@@ -9,7 +9,7 @@ import { OffsetsProbe, readTopic } from '../kafka/inspect.ts';
 import { listTransactions } from '../kafka/transactions.ts';
 import { loadLab } from '../labs/load-lab.ts';
 import type { LabSessionApi, ManualFault, SessionListener } from './contract.ts';
-import { LabAttempt, type AttemptMode } from './lab-attempt.ts';
+import { createAttempt, type Attempt, type AttemptMode } from './attempt.ts';
 
 const MAX_CONSUMED = 500;
 
@@ -27,8 +27,8 @@ export class LabSession implements LabSessionApi {
   private readonly prefix: string;
   private readonly kafka: Kafka;
   private attempts = 0;
-  private current: { attempt: LabAttempt; done: Promise<unknown>; mode: AttemptMode } | null = null;
-  private latest: LabAttempt | null = null;
+  private current: { attempt: Attempt; done: Promise<unknown>; mode: AttemptMode } | null = null;
+  private latest: Attempt | null = null;
 
   constructor(private readonly options: LabSessionOptions) {
     // Learner-chosen session ids never reach topic names directly: hash them, and add a per-process
@@ -38,14 +38,14 @@ export class LabSession implements LabSessionApi {
     this.kafka = createKafka(options.cluster.brokers, `kafkaiq-session-${digest}`);
   }
 
-  private async begin(labId: string, code: string, mode: AttemptMode, seed?: number): Promise<LabAttempt> {
+  private async begin(labId: string, code: string, mode: AttemptMode, seed?: number): Promise<Attempt> {
     if (this.current) {
       throw new KafkaIqError('BUSY', `A ${this.current.mode === 'run' ? 'run' : 'grade'} is still going: stop it first (Stop button or 'stop').`);
     }
     const lab = await loadLab(labId);
     const previous = this.latest;
     this.attempts++;
-    const attempt = new LabAttempt({
+    const attempt = createAttempt({
       lab,
       program: { kind: 'code', code },
       brokers: this.options.cluster.brokers,

@@ -153,14 +153,66 @@ export const throughputSpecSchema = z
   .strict();
 export type ThroughputSpec = z.infer<typeof throughputSpecSchema>;
 
+/**
+ * Monitoring labs (kind: 'monitor'): the learner's program watches the cluster and writes alerts
+ * instead of transforming records. The grader runs a background workload of short transactions on
+ * the watched topic, adds look-alikes that must NOT be reported (a slow transaction that commits in
+ * time, a long one that blocks nobody, a hanging one on another team's topic), then leaves one
+ * transaction open per 'hanging-transaction' fault and expects an alert naming it.
+ */
+export const monitorSpecSchema = z
+  .object({
+    watch: logicalName.describe('Logical name of the topic the monitor watches; the grader writes it (role "input")'),
+    alerts: logicalName.describe('Logical name of the topic the monitor writes one JSON alert record to per finding (role "output")'),
+    blockedLagThreshold: z
+      .number()
+      .int()
+      .min(2)
+      .max(100_000)
+      .describe('Passed as BLOCKED_LAG_THRESHOLD: report a transaction only once HWM - LSO on a partition it blocks is at least this many offsets'),
+    hangSeconds: z
+      .number()
+      .int()
+      .min(2)
+      .max(120)
+      .describe('Passed as HANG_SECONDS: report a transaction only once it has been open at least this long'),
+    reportWithinSeconds: z
+      .number()
+      .min(1)
+      .max(60)
+      .describe('How long after a hanging transaction crosses both thresholds its alert may take to appear'),
+    workload: z
+      .object({
+        producers: z.number().int().min(1).max(6).default(3).describe('Transactional producers writing short committed transactions, each with its own transactional id'),
+        pauseMs: z.number().int().min(20).max(5_000).default(150).describe('Pause of each producer between two transactions'),
+        recordsPerPartition: z
+          .number()
+          .int()
+          .min(1)
+          .max(50)
+          .default(4)
+          .describe('Records each workload transaction writes to every busy partition: blocked lag grows fast even on a slow machine'),
+        partitions: z
+          .array(z.number().int().min(0))
+          .min(1)
+          .describe('Busy partitions of the watched topic; the others stay quiet (a long transaction there blocks nobody)'),
+      })
+      .strict()
+      .describe('The background workload that keeps the watched topic busy'),
+  })
+  .strict();
+export type MonitorSpec = z.infer<typeof monitorSpecSchema>;
+
 export const labDefinitionSchema = z
   .object({
     title: z.string().min(3).describe('Shown on the workbench'),
     summary: z.string().min(10).describe('One or two sentences: what the program must do'),
     env: z.array(envVarSchema).min(1).describe('The environment contract: every variable the program gets, KAFKA_BROKERS included'),
     topics: z.array(topicSpecSchema).min(1),
-    seeds: z.array(seedSpecSchema).min(1).describe('How the grader writes the input'),
-    transform: fn<TransformFn>('(input) => expected outputs'),
+    seeds: z.array(seedSpecSchema).default([]).describe('How the grader writes the input (pipeline labs need at least one)'),
+    transform: fn<TransformFn>('(input) => expected outputs')
+      .default(() => () => [])
+      .describe('Pipeline labs: what each committed input must produce; monitor labs produce no derived records'),
     faults: z
       .object({
         full: z.array(faultSpecSchema).min(1).describe('The full fault plan: every fault fires once, in a seeded order'),
@@ -190,6 +242,11 @@ export const labDefinitionSchema = z
       )
       .default([])
       .describe('Extra programs `kafkaiq check` grades with --cmd: references written in other languages, known-bad pipelines'),
+    kind: z
+      .enum(['pipeline', 'monitor'])
+      .default('pipeline')
+      .describe('pipeline: the program transforms input records (seeds, transform, crash-point faults); monitor: it watches the cluster and writes alerts (see `monitor`)'),
+    monitor: monitorSpecSchema.optional().describe('Required for kind "monitor": what is watched, the thresholds and the background workload'),
   })
   .strict();
 export type LabDefinitionInput = z.input<typeof labDefinitionSchema>;
