@@ -105,4 +105,7 @@ function assertConsistent(id: string, lab: LabDefinition): void {
   if (!envNames.has('KAFKA_BROKERS')) fail('env: KAFKA_BROKERS must be described');
   if (!lab.topics.some((t) => t.role === 'output')) fail('topics: at least one topic needs role "output"');
   if (names.size !== lab.topics.length) fail('topics: names must be unique');
+  for (const fault of [...lab.faults.full, ...lab.faults.quick]) {
+    if (fault.topic && !names.has(fault.topic)) fail(`faults: topic "${fault.topic}" is not declared in topics`);
+  }
 }

@@ -17,7 +17,8 @@ export type ArmAction = 'kill' | 'pause' | 'stop' | 'error';
 
 /** runner -> child */
 export type RunnerCommand =
-  | { t: 'arm'; point: CrashPoint; action: ArmAction; occurrence: number }
+  /** topic (a real topic name): only calls for writes to it count, see FaultSpec.topic. */
+  | { t: 'arm'; point: CrashPoint; action: ArmAction; occurrence: number; topic?: string }
   | { t: 'disarm' }
   /** Sent with SIGCONT to a paused instance: let the held call go on. */
   | { t: 'continue' };
