@@ -420,11 +420,15 @@ export class LabAttempt {
         cleanup();
         resolve(null);
       };
-      const timer = setTimeout(() => {
-        cleanup();
-        instance.send({ t: 'disarm' });
-        resolve(null);
-      }, HIT_TIMEOUT_MS);
+      // A crash point aimed at a later stage waits for the wave to pass the earlier ones first.
+      const timer = setTimeout(
+        () => {
+          cleanup();
+          instance.send({ t: 'disarm' });
+          resolve(null);
+        },
+        topic ? 2 * HIT_TIMEOUT_MS : HIT_TIMEOUT_MS,
+      );
       const cleanup = () => {
         clearTimeout(timer);
         instance.off('event', onEvent);
