@@ -161,7 +161,7 @@ export async function verifyRun(input: VerifyInput): Promise<Verification> {
         : `${label(r)} key=${r.key} value=${show(r.value)} is not the lab's transform of any input`;
     }),
     'every output is the expected transform of its input, with the same key',
-    (n) => `${n} output records are not the expected transform of any input`,
+    (n) => (origin ? `${n} output records do not have the value their input should give` : `${n} output records are not the expected transform of any input`),
   );
 
   // order-preserved: per output partition, outputs of one input partition keep their input order.
