@@ -628,7 +628,7 @@ export class LabAttempt {
           for (const slot of this.slots.values()) slot.restartsInARow = 0;
         }
         this.processed = processed;
-        if (this.stagedPipeline && (this.phase === 'running' || this.phase === 'settling')) await this.pollPipeline(admin);
+        if (this.stagedPipeline && this.options.mode !== 'run' && (this.phase === 'running' || this.phase === 'settling')) await this.pollPipeline(admin);
       } finally {
         await admin.disconnect();
       }
