@@ -543,8 +543,18 @@ export class LabAttempt {
         await this.writeWave(this.nextWave());
         // Resume the zombie once the replacement has redone work: its first commit, or (for a
         // program without transactions) its first sends plus a moment.
+        // When the zombie was frozen in one stage (an aimed crash point), wait for the replacement's
+        // commit in that stage: only then has its producer fenced the zombie's, whose next call
+        // then fails. (Another stage of a multi-stage program may commit long before.)
+        const aimed = event?.aimedAt ? this.realTopic(event.aimedAt) : null;
         const sent = await this.waitForEvent(replacement, (e) => e.t === 'call' && (e.point === 'after:commit' || e.point === 'after:send'), 20_000);
-        if (sent) await this.waitForEvent(replacement, (e) => e.t === 'call' && e.point === 'after:commit', 1_500);
+        if (sent) {
+          await this.waitForEvent(
+            replacement,
+            (e) => e.t === 'call' && e.point === 'after:commit' && (!aimed || (e.written ?? []).includes(aimed)),
+            aimed ? 8_000 : 1_500,
+          );
+        }
         this.sink.system(`${instance.id} (the zombie) resumes`);
         instance.resume();
         const exited = await Promise.race([instance.exited.then(() => true), sleep(4_000, false)]);

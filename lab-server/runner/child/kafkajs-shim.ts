@@ -46,7 +46,7 @@ class InjectedBrokerError extends real.KafkaJSError {
 
 /** `written`: the topics this call writes (a send) or its transaction has written (sendOffsets, commit, abort). */
 async function checkpoint(point: CrashPoint, txnOpen: boolean, records?: number, written?: ReadonlySet<string>): Promise<void> {
-  send({ t: 'call', point, txnOpen, records });
+  send({ t: 'call', point, txnOpen, records, ...(point === 'after:commit' && written ? { written: [...written] } : {}) });
   if (!armed || armed.point !== point) return;
   // A crash point aimed at one stage of a multi-stage program: other stages' calls do not count.
   if (armed.topic && !written?.has(armed.topic)) return;

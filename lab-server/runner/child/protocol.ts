@@ -8,7 +8,8 @@ export type InstrumentedOp = 'send' | 'sendOffsets' | 'commit' | 'abort' | 'comm
 
 /** child -> runner */
 export type ChildEvent =
-  | { t: 'call'; point: CrashPoint; txnOpen: boolean; records?: number }
+  /** written: for commits, the topics the transaction wrote (which stage of a multi-stage program committed). */
+  | { t: 'call'; point: CrashPoint; txnOpen: boolean; records?: number; written?: string[] }
   | { t: 'failed'; op: InstrumentedOp; txnOpen: boolean; error: string }
   /** An armed crash point was reached; for 'kill' and 'pause' the call waits for the runner. */
   | { t: 'hit'; point: CrashPoint; action: ArmAction; txnOpen: boolean };
