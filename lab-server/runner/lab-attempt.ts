@@ -732,7 +732,10 @@ export class LabAttempt {
     while (Date.now() < deadline) {
       if (this.processed >= this.expected && this.zombies.size === 0 && this.pipelineSettled()) return true;
       // A --cmd program (a JVM, say) restarts slowly after each fault: give it longer to show progress.
-      const quietMs = this.source?.kind === 'command' ? 3 * QUIET_MS : QUIET_MS;
+      // A later stage that has not caught up may be rejoining its group or restoring its state
+      // after a restart (several seconds under load): give it longer too.
+      const laterStagesBehind = this.stagedPipeline && this.processed >= this.expected && !this.pipeline.caughtUp;
+      const quietMs = this.source?.kind === 'command' ? 3 * QUIET_MS : laterStagesBehind ? 2 * QUIET_MS : QUIET_MS;
       if (Date.now() - this.lastActivityAt > quietMs && this.processed > 0) {
         this.sink.system(`No progress for ${quietMs / 1000} s with ${this.processed}/${this.expected} inputs processed: verifying now.`);
         return true;
