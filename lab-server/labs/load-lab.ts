@@ -105,6 +105,9 @@ function assertConsistent(id: string, lab: LabDefinition): void {
   if (!envNames.has('KAFKA_BROKERS')) fail('env: KAFKA_BROKERS must be described');
   if (!lab.topics.some((t) => t.role === 'output')) fail('topics: at least one topic needs role "output"');
   if (names.size !== lab.topics.length) fail('topics: names must be unique');
+  for (const fault of [...lab.faults.full, ...lab.faults.quick]) {
+    if (fault.topic && !names.has(fault.topic)) fail(`faults: topic "${fault.topic}" is not declared in topics`);
+  }
   // A throughput requirement and its check come together: one without the other is a silent no-op.
   const speedCheck = lab.checks.includes('throughput-speedup');
   if (lab.throughput && !speedCheck) fail('checks: a lab with a throughput block must list "throughput-speedup"');

@@ -2,14 +2,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Kafka } from 'kafkajs';
+import type { Admin, Kafka } from 'kafkajs';
 import { REPORT_VERSION, type CrashPoint, type FaultRecord, type GradeReport, type TimelineEvent, type Verdict } from '../../src/shared/report.ts';
 import type { BrokerControl } from '../broker/cluster.ts';
 import { describeError, KafkaIqError } from '../core/errors.ts';
 import { ROOT_DIR } from '../core/paths.ts';
 import { retry } from '../core/retry.ts';
 import { createKafka } from '../kafka/client.ts';
-import { OffsetsProbe } from '../kafka/inspect.ts';
+import { OffsetsProbe, type PartitionOffsets } from '../kafka/inspect.ts';
 import { brokerMaintenance } from '../broker/maintenance.ts';
 import type { LoadedLab } from '../labs/load-lab.ts';
 import type { ArmAction, ChildEvent } from './child/protocol.ts';
@@ -48,10 +48,15 @@ interface Slot {
   restartsInARow: number;
 }
 
+/** A crash point the program reached; aimedAt: the logical topic the fault was aimed at (FaultSpec.topic). */
+type AimedHit = ChildEvent & { t: 'hit'; aimedAt?: string };
+
 const MAX_SELF_RESTARTS = 15;
 const HIT_TIMEOUT_MS = 5_000;
 const QUIET_MS = 6_000;
 const STOP_GRACE_MS = 8_000;
+/** Multi-stage labs: how long the later stages' topics must stay unchanged before verifying. */
+const PIPELINE_QUIET_MS = 1_000;
 
 /**
  * One run or grade of a learner program: a fresh namespace, seeded input, the program's
@@ -318,7 +323,11 @@ export class LabAttempt {
         () =>
           admin.createTopics({
             waitForLeaders: true,
-            topics: this.lab.definition.topics.map((t) => ({ topic: this.realTopic(t.name), numPartitions: t.partitions })),
+            topics: this.lab.definition.topics.map((t) => ({
+              topic: this.realTopic(t.name),
+              numPartitions: t.partitions,
+              ...(t.config ? { configEntries: Object.entries(t.config).map(([name, value]) => ({ name, value })) } : {}),
+            })),
           }),
         { retries: 6, minDelayMs: 250, maxDelayMs: 2_000, shouldRetry: (err) => !/already exists/i.test(describeError(err)) },
       );
@@ -427,7 +436,7 @@ export class LabAttempt {
 
   /** Arms the crash point (if any), writes the next wave, and waits for the program to reach it. */
   /** Arms a crash point and resolves with the hit, or null if the program did not reach it in time. */
-  private armAt(instance: ProgramInstance, point: CrashPoint, action: ArmAction, occurrence: number): Promise<(ChildEvent & { t: 'hit' }) | null> {
+  private armAt(instance: ProgramInstance, point: CrashPoint, action: ArmAction, occurrence: number, topic?: string): Promise<(ChildEvent & { t: 'hit' }) | null> {
     const hit = new Promise<(ChildEvent & { t: 'hit' }) | null>((resolve) => {
       const onEvent = (event: ChildEvent) => {
         if (event.t !== 'hit') return;
@@ -438,11 +447,15 @@ export class LabAttempt {
         cleanup();
         resolve(null);
       };
-      const timer = setTimeout(() => {
-        cleanup();
-        instance.send({ t: 'disarm' });
-        resolve(null);
-      }, HIT_TIMEOUT_MS);
+      // A crash point aimed at a later stage waits for the wave to pass the earlier ones first.
+      const timer = setTimeout(
+        () => {
+          cleanup();
+          instance.send({ t: 'disarm' });
+          resolve(null);
+        },
+        topic ? 2 * HIT_TIMEOUT_MS : HIT_TIMEOUT_MS,
+      );
       const cleanup = () => {
         clearTimeout(timer);
         instance.off('event', onEvent);
@@ -451,7 +464,7 @@ export class LabAttempt {
       instance.on('event', onEvent);
       instance.once('exit', onExit);
     });
-    instance.send({ t: 'arm', point, action, occurrence });
+    instance.send({ t: 'arm', point, action, occurrence, ...(topic ? { topic: this.realTopic(topic) } : {}) });
     return hit;
   }
 
@@ -465,12 +478,14 @@ export class LabAttempt {
       else await sleep(fault.delayMs);
       return { instance, event: null };
     }
-    const hit = this.armAt(instance, fault.crashPoint, action, fault.occurrence);
+    const hit = this.armAt(instance, fault.crashPoint, action, fault.occurrence, fault.topic);
     await this.writeWave(wave);
-    let event = await hit;
-    // A program may never make the planned call (no transactions: no commit). Every pipeline
-    // sends, so fall back to the moment right after a send, with fresh input to reach it.
-    if (!event && fault.crashPoint !== 'after:send' && instance.alive) {
+    let event: AimedHit | null = await hit;
+    if (event && fault.topic) event = { ...event, aimedAt: fault.topic };
+    // A program may never make the planned call (no transactions: no commit; no write to the
+    // aimed-at topic). Every pipeline sends, so fall back to the moment right after any send,
+    // with fresh input to reach it.
+    if (!event && (fault.crashPoint !== 'after:send' || fault.topic) && instance.alive) {
       const spare = this.nextWave();
       if (spare.length) {
         const fallback = this.armAt(instance, 'after:send', action, 1);
@@ -482,7 +497,10 @@ export class LabAttempt {
     return { instance, event };
   }
 
-  private recordFault(fault: PlannedFault, instance: string, event: { point: PlannedFault['crashPoint']; txnOpen: boolean } | null, txnOpen: boolean | null, note?: string): FaultRecord {
+  private recordFault(fault: PlannedFault, instance: string, event: { point: PlannedFault['crashPoint']; txnOpen: boolean; aimedAt?: string } | null, txnOpen: boolean | null, note?: string): FaultRecord {
+    // A crash point aimed at one stage: say which, so the learner can place the evidence.
+    const aimed = event?.aimedAt ? `in the transaction writing ${this.lab.definition.topics.find((t) => t.name === event.aimedAt)?.env ?? event.aimedAt}` : undefined;
+    if (aimed) note = note ? `${aimed}; ${note}` : aimed;
     const record: FaultRecord = {
       atMs: this.elapsed(),
       kind: fault.kind,
@@ -552,8 +570,18 @@ export class LabAttempt {
         await this.writeWave(this.nextWave());
         // Resume the zombie once the replacement has redone work: its first commit, or (for a
         // program without transactions) its first sends plus a moment.
+        // When the zombie was frozen in one stage (an aimed crash point), wait for the replacement's
+        // commit in that stage: only then has its producer fenced the zombie's, whose next call
+        // then fails. (Another stage of a multi-stage program may commit long before.)
+        const aimed = event?.aimedAt ? this.realTopic(event.aimedAt) : null;
         const sent = await this.waitForEvent(replacement, (e) => e.t === 'call' && (e.point === 'after:commit' || e.point === 'after:send'), 20_000);
-        if (sent) await this.waitForEvent(replacement, (e) => e.t === 'call' && e.point === 'after:commit', 1_500);
+        if (sent) {
+          await this.waitForEvent(
+            replacement,
+            (e) => e.t === 'call' && e.point === 'after:commit' && (!aimed || (e.written ?? []).includes(aimed)),
+            aimed ? 8_000 : 1_500,
+          );
+        }
         this.sink.system(`${instance.id} (the zombie) resumes`);
         instance.resume();
         const exited = await Promise.race([instance.exited.then(() => true), sleep(4_000, false)]);
@@ -699,6 +727,7 @@ export class LabAttempt {
           for (const slot of this.slots.values()) slot.restartsInARow = 0;
         }
         this.processed = processed;
+        if (this.stagedPipeline && this.options.mode !== 'run' && (this.phase === 'running' || this.phase === 'settling')) await this.pollPipeline(admin);
       } finally {
         await admin.disconnect();
       }
@@ -708,6 +737,59 @@ export class LabAttempt {
       this.polling = false;
     }
     this.emitProgress();
+  }
+
+  // ---- multi-stage labs --------------------------------------------------------------------------
+  // `processed` counts the input group's offsets: the first stage only. With internal topics the
+  // later stages may still be working when it is complete, so settling also waits for them.
+
+  private get stagedPipeline(): boolean {
+    return this.lab.definition.topics.some((t) => t.role === 'internal');
+  }
+
+  private readonly pipeline = { signature: '', changedAt: Date.now(), caughtUp: false };
+
+  /**
+   * Reads the ends of the internal and output topics, and the offsets every consumer group of this
+   * attempt (named after GROUP_ID) committed on the internal topics. Caught up: no transaction is
+   * open, and on every internal topic some group consumes, the furthest committed offset of each
+   * partition with data is at its end (end - 1: the last entry of a transactional write is its
+   * commit marker, which no consumer commits past).
+   */
+  private async pollPipeline(admin: Admin): Promise<void> {
+    this.probe ??= new OffsetsProbe(this.options.brokers);
+    const topics = this.lab.definition.topics.filter((t) => t.role !== 'input');
+    const ends = new Map<string, PartitionOffsets[]>();
+    let caughtUp = true;
+    for (const topic of topics) {
+      const offsets = await this.probe.offsets(this.realTopic(topic.name));
+      ends.set(topic.name, offsets);
+      if (offsets.some((p) => p.lso < p.hwm)) caughtUp = false;
+    }
+    const signature = JSON.stringify([...ends].map(([name, offsets]) => [name, offsets.map((p) => p.hwm)]));
+    if (signature !== this.pipeline.signature) {
+      this.pipeline.signature = signature;
+      this.pipeline.changedAt = Date.now();
+      this.lastActivityAt = Date.now();
+    }
+    const groups = (await admin.listGroups()).groups.map((g) => g.groupId).filter((g) => g.startsWith(this.groupId));
+    for (const topic of topics.filter((t) => t.role === 'internal')) {
+      const furthest = new Map<number, number>();
+      for (const groupId of groups) {
+        const [committed] = await admin.fetchOffsets({ groupId, topics: [this.realTopic(topic.name)] });
+        for (const p of committed?.partitions ?? []) {
+          if (Number(p.offset) >= 0) furthest.set(p.partition, Math.max(furthest.get(p.partition) ?? -1, Number(p.offset)));
+        }
+      }
+      if (furthest.size === 0) continue; // no stage reads it through a group (a changelog, say)
+      for (const p of ends.get(topic.name)!) if (p.hwm > 0 && (furthest.get(p.partition) ?? -1) < p.hwm - 1) caughtUp = false;
+    }
+    this.pipeline.caughtUp = caughtUp;
+  }
+
+  /** True when every stage after the first has finished too (always true without internal topics). */
+  private pipelineSettled(): boolean {
+    return !this.stagedPipeline || (this.pipeline.caughtUp && Date.now() - this.pipeline.changedAt >= PIPELINE_QUIET_MS);
   }
 
   private emitProgress(): void {
@@ -737,9 +819,12 @@ export class LabAttempt {
   private async settle(deadline: number): Promise<boolean> {
     this.lastActivityAt = Date.now();
     while (Date.now() < deadline) {
-      if (this.processed >= this.expected && this.zombies.size === 0) return true;
+      if (this.processed >= this.expected && this.zombies.size === 0 && this.pipelineSettled()) return true;
       // A --cmd program (a JVM, say) restarts slowly after each fault: give it longer to show progress.
-      const quietMs = this.source?.kind === 'command' ? 3 * QUIET_MS : QUIET_MS;
+      // A later stage that has not caught up may be rejoining its group or restoring its state
+      // after a restart (several seconds under load): give it longer too.
+      const laterStagesBehind = this.stagedPipeline && this.processed >= this.expected && !this.pipeline.caughtUp;
+      const quietMs = this.source?.kind === 'command' ? 3 * QUIET_MS : laterStagesBehind ? 2 * QUIET_MS : QUIET_MS;
       if (Date.now() - this.lastActivityAt > quietMs && this.processed > 0) {
         this.sink.system(`No progress for ${quietMs / 1000} s with ${this.processed}/${this.expected} inputs processed: verifying now.`);
         return true;

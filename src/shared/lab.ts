@@ -21,6 +21,10 @@ export const topicSpecSchema = z
     partitions: z.number().int().min(1).max(12).describe('Partition count'),
     role: z.enum(['input', 'output', 'internal']).describe('input: seeded by the grader; output: verified; internal: between the stages of the program'),
     description: z.string().min(1),
+    config: z
+      .record(z.string(), z.string())
+      .optional()
+      .describe('Topic configs the grader creates the topic with, e.g. { "cleanup.policy": "compact" } for a changelog'),
   })
   .strict();
 export type TopicSpec = z.infer<typeof topicSpecSchema>;
@@ -57,6 +61,13 @@ export interface TransformContext {
  */
 export type TransformFn = (input: SeedRecord, context: TransformContext) => ExpectedRecord[];
 
+/**
+ * Names the input an output record was produced for (e.g. the orderId inside its value), or null.
+ * For labs whose outputs depend on more than their own input (running totals): the grader then
+ * decides loss, duplicates and aborted reads by origin, and transform-correct by value.
+ */
+export type OriginFn = (output: ExpectedRecord) => string | null;
+
 const fn = <T>(what: string) => z.custom<T>((v) => typeof v === 'function', { message: `must be a function (${what})` });
 
 export const seedSpecSchema = z
@@ -91,6 +102,11 @@ export const faultSpecSchema = z
       .max(20)
       .default(1)
       .describe('Fire at the n-th time the program reaches the crash point after the fault is armed (the program is idle then, so 1 is the first call of the next batch)'),
+    topic: logicalName
+      .optional()
+      .describe(
+        'Aims the crash point at one stage of a multi-stage program: only calls for writes to this topic count (a send to it; sendOffsets, commit or abort of a transaction that has sent to it; never a consumer commitOffsets)',
+      ),
   })
   .strict();
 export type FaultSpec = z.infer<typeof faultSpecSchema>;
@@ -213,6 +229,9 @@ export const labDefinitionSchema = z
     transform: fn<TransformFn>('(input) => expected outputs')
       .default(() => () => [])
       .describe('Pipeline labs: what each committed input must produce; monitor labs produce no derived records'),
+    origin: fn<OriginFn>('(output) => origin id | null')
+      .optional()
+      .describe('For outputs that are not a function of their input alone (aggregates): which input an output belongs to'),
     faults: z
       .object({
         full: z.array(faultSpecSchema).min(1).describe('The full fault plan: every fault fires once, in a seeded order'),
