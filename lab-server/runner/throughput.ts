@@ -142,7 +142,7 @@ const PARTIAL_WARMUP_MS = 1_500;
  * lab's burst should be big enough that the baseline never finishes it within the window, so the
  * two always run side by side for the baseline's whole timing.
  */
-const WINDOW_MS = 4_000;
+const WINDOW_MS = 3_000;
 /** The window is stretched until the baseline has done at least this much (a crawling machine)... */
 const BASELINE_MIN_RECORDS = 6;
 /** ...up to this limit; past it, the grader gives up (an infrastructure error, not the learner's). */
