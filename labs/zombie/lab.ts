@@ -56,9 +56,10 @@ export default defineLab({
     { name: 'output', env: 'OUTPUT_TOPIC', partitions: 6, role: 'output', description: 'The same readings in °F' },
   ],
   // Twelve records per seeding transaction, two for each of the 6 partitions: every wave gives every
-  // instance work when a fault is armed on it. Eleven transactions make the eleven waves of the
-  // full plan; the aborted one (the 10th) comes after every wave a fault or its fallback can use.
-  seeds: [{ topic: 'input', records: 132, keys: 12, transactionSize: 12, abortEvery: 10, value: readingValue }],
+  // instance work when a fault is armed on it. Twelve transactions make the twelve waves of the
+  // full plan (a warm-up, a wave per fault, spares); the aborted one (the 11th) comes after every
+  // wave that a fault or its "after a send" fallback can use.
+  seeds: [{ topic: 'input', records: 144, keys: 12, transactionSize: 12, abortEvery: 11, value: readingValue }],
   transform: toFahrenheit,
   instances: 3,
   faults: {
