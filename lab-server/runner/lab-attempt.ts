@@ -181,7 +181,9 @@ export class LabAttempt {
     const transactions = planSeedTransactions(this.lab.definition);
     // One wave per fault, a spare per fault for the "after a send" fallback, one for the zombie's
     // replacement to chew on, and a last one. A fault must never find the input used up.
-    const waves = splitIntoWaves(transactions, 2 * plan.faults.length + 1 + plan.faults.filter((f) => f.kind === 'zombie').length);
+    // Several instances also get a warm-up wave (see below).
+    const multi = this.lab.definition.instances > 1;
+    const waves = splitIntoWaves(transactions, 2 * plan.faults.length + 1 + plan.faults.filter((f) => f.kind === 'zombie').length + (multi ? 1 : 0));
     this.nextWave = () => waves.shift() ?? [];
     this.expected = transactions.filter((t) => t.commit).reduce((n, t) => n + t.records.length, 0);
     this.sink.system(
@@ -192,11 +194,19 @@ export class LabAttempt {
     const deadline = this.startedAt + this.limitMs;
     let timedOut = false;
 
+    if (multi) {
+      // Several instances join one by one (each join is a rebalance), and a program's first batch
+      // of a partition may do extra work (a producer per partition, fencing). Let the group form
+      // and process a first wave, so the first fault's crash point is reached as quickly as later ones.
+      await this.waitForStableGroup(Math.min(12_000, deadline - Date.now()));
+      await this.writeWave(this.nextWave());
+      await this.waitForProgress(Math.min(15_000, deadline - Date.now()));
+    }
     for (const fault of plan.faults) {
       if (Date.now() > deadline) break;
       // Several instances: every start, exit and join is a rebalance. Arm the next fault once the
       // group is stable again, so the instance it targets owns partitions when the wave arrives.
-      if (this.lab.definition.instances > 1) await this.waitForStableGroup(Math.min(12_000, deadline - Date.now()));
+      if (multi) await this.waitForStableGroup(Math.min(12_000, deadline - Date.now()));
       await this.injectFault(fault, this.nextWave());
       this.faultsDone++;
       await this.waitForProgress(Math.min(15_000, deadline - Date.now()));
@@ -608,9 +618,9 @@ export class LabAttempt {
         this.emitState();
         // Let the held transaction play out (its commit goes through, or fails because it was
         // fenced) before the next fault is armed: a crash point armed now would catch the zombie's
-        // own commit and hide what it does.
+        // own commit and hide what it does. A program without transactions is done at its next call.
         const settled = (e: ChildEvent) =>
-          (e.t === 'call' && (e.point === 'after:commit' || e.point === 'after:abort')) || (e.t === 'failed' && e.op !== 'commitOffsets');
+          (e.t === 'call' && (e.point === 'after:commit' || e.point === 'after:abort' || !e.txnOpen)) || (e.t === 'failed' && e.op !== 'commitOffsets');
         await Promise.race([this.waitForEvent(instance, settled, 5_000), instance.exited]);
         return;
       }

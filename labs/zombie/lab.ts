@@ -55,9 +55,11 @@ export default defineLab({
     { name: 'input', env: 'INPUT_TOPIC', partitions: 6, role: 'input', description: 'Temperature readings in °C, keyed by sensor' },
     { name: 'output', env: 'OUTPUT_TOPIC', partitions: 6, role: 'output', description: 'The same readings in °F' },
   ],
-  // Six records per seeding transaction: every transaction, so every wave, has one record for each
-  // of the 6 partitions, and every instance has work when a fault is armed on it.
-  seeds: [{ topic: 'input', records: 132, keys: 12, transactionSize: 6, abortEvery: 4, value: readingValue }],
+  // Twelve records per seeding transaction, two for each of the 6 partitions: every wave gives every
+  // instance work when a fault is armed on it. Twelve transactions make the twelve waves of the
+  // full plan (a warm-up, a wave per fault, spares); the aborted one (the 11th) comes after every
+  // wave that a fault or its "after a send" fallback can use.
+  seeds: [{ topic: 'input', records: 144, keys: 12, transactionSize: 12, abortEvery: 11, value: readingValue }],
   transform: toFahrenheit,
   instances: 3,
   faults: {
