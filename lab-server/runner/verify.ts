@@ -126,7 +126,12 @@ export async function verifyRun(input: VerifyInput): Promise<Verification> {
   result(
     'no-duplicates',
     dupes.flatMap(([, records]) =>
-      records.slice(1).map((r) => `${label(r)} key=${r.key} value=${show(r.value)} duplicates ${label(records[0]!)}${faultBefore(r.timestamp)}`),
+      records.slice(1).map((r) =>
+        origin
+          ? // Same origin, maybe another value (a total counted again): show both.
+            `${label(r)} key=${r.key} value=${show(r.value, 120)} is a second output for the input of ${label(records[0]!)} value=${show(records[0]!.value, 120)}${faultBefore(r.timestamp)}`
+          : `${label(r)} key=${r.key} value=${show(r.value)} duplicates ${label(records[0]!)}${faultBefore(r.timestamp)}`,
+      ),
     ),
     'no output record appears twice',
     () => `${dupes.reduce((n, [, r]) => n + r.length - 1, 0)} duplicate output records (${dupes.length} inputs processed more than once)`,

@@ -78,6 +78,6 @@ export default defineLab({
     consumer: { sessionTimeout: 3_000, heartbeatInterval: 300, rebalanceTimeout: 5_000, maxWaitTimeInMs: 100 },
     client: { retry: { initialRetryTime: 100, maxRetryTime: 1_000, retries: 10 } },
   },
-  timeLimitMs: 150_000,
-  quickTimeLimitMs: 75_000,
+  timeLimitMs: 240_000,
+  quickTimeLimitMs: 120_000,
 });

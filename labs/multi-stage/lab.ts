@@ -23,7 +23,7 @@ const orderValue = (index: number, key: string): string =>
 // ---- the three stages --------------------------------------------------------------------------
 
 /** Stage 2's fixed customer table: the tier follows from the customer number. */
-export const tierOf = (customerId: string): string => {
+const tierOf = (customerId: string): string => {
   const n = Number(customerId.slice(1));
   return n <= 2 ? 'gold' : n <= 6 ? 'silver' : 'standard';
 };
