@@ -1,7 +1,8 @@
 /**
  * The proof that every lab is gradeable: `kafkaiq check` on all of them, on the real broker, with
- * the full fault plans (kills, a zombie, broker restarts). Each fixture is one assertion, so a
- * failure names the lab, the program and what the grader said.
+ * real faults (kills, zombies, paused instances, broker restarts). Solutions take the full plan;
+ * programs that must fail take the quick plan first (see checkLabs). Each lab is one assertion, so
+ * a failure names the lab, the program and what the grader said.
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { connectCluster, type KafkaCluster } from '../lab-server/broker/cluster.ts';
@@ -16,7 +17,7 @@ beforeAll(async () => {
   process.env.KAFKA_BROKERS = inject('brokers').join(',');
   cluster = await connectCluster();
   results = await checkLabs(labs, cluster, { parallel: 3, log: (line) => console.log(line) });
-}, 14 * 60_000);
+}, 25 * 60_000);
 
 afterAll(async () => {
   await cluster?.close();
