@@ -112,7 +112,11 @@ export class LabAttempt {
 
   private get limitMs(): number {
     const { mode } = this.options;
-    return mode === 'run' ? (this.options.runLimitMs ?? 10 * 60_000) : mode === 'quick' ? this.lab.definition.quickTimeLimitMs : this.lab.definition.timeLimitMs;
+    if (mode === 'run') return this.options.runLimitMs ?? 10 * 60_000;
+    const limit = mode === 'quick' ? this.lab.definition.quickTimeLimitMs : this.lab.definition.timeLimitMs;
+    // A --cmd program (a JVM, say) restarts in seconds after every fault, and Kafka's copier also
+    // exits whenever it reaches the end it saw at launch: it gets twice the lab's limit.
+    return this.options.program.kind === 'command' ? 2 * limit : limit;
   }
 
   private elapsed(): number {
