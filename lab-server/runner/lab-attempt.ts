@@ -761,7 +761,7 @@ export class LabAttempt {
     return this.lab.definition.topics.some((t) => t.role === 'internal');
   }
 
-  private readonly pipeline = { signature: '', changedAt: Date.now(), caughtUp: false };
+  private readonly pipeline = { signature: '', changedAt: Date.now(), caughtUp: false, polls: 0 };
 
   /**
    * Reads the ends of the internal and output topics, and the offsets every consumer group of this
@@ -799,6 +799,7 @@ export class LabAttempt {
       for (const p of ends.get(topic.name)!) if (p.hwm > 0 && (furthest.get(p.partition) ?? -1) < p.hwm - 1) caughtUp = false;
     }
     this.pipeline.caughtUp = caughtUp;
+    this.pipeline.polls++;
   }
 
   /** True when every stage after the first has finished too (always true without internal topics). */
@@ -827,6 +828,13 @@ export class LabAttempt {
     const target = this.writer.written.filter((r) => r.committed).length;
     const until = Date.now() + Math.max(0, timeoutMs);
     while (Date.now() < until && this.processed < target) await sleep(100);
+    // Multi-stage: the later stages too (a retried batch of the last stage, say), so the next
+    // fault does not cut short what the previous one set up. Judged by a poll that started after
+    // the first stage was done; a pipeline that never catches up costs at most 5 s here.
+    if (!this.stagedPipeline || this.processed < target) return;
+    const after = this.pipeline.polls + 1;
+    const stagesUntil = Math.min(until, Date.now() + 5_000);
+    while (Date.now() < stagesUntil && !(this.pipeline.polls > after && this.pipeline.caughtUp)) await sleep(100);
   }
 
   /** Waits until every committed input is accounted for, or nothing moved for a while. True if all done. */
