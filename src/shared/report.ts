@@ -17,6 +17,11 @@ export const CHECK_NAMES = [
   'no-false-alarms',
   // Performance labs: exactly once and fast enough, against a baseline measured in the same run.
   'throughput-speedup',
+  // External systems (a database, an HTTP API): effects counted on the other side, per input.
+  'no-duplicate-effects',
+  'no-lost-effects',
+  'effects-correct',
+  'no-transaction-timeouts',
 ] as const;
 export const checkNameSchema = z.enum(CHECK_NAMES).describe('A named property the grader verifies after the run');
 export type CheckName = z.infer<typeof checkNameSchema>;
@@ -31,6 +36,9 @@ export const FAULT_KINDS = [
   'broker-restart',
   'coordinator-kill',
   'hanging-transaction',
+  'api-slow',
+  'api-error',
+  'api-timeout',
 ] as const;
 export const faultKindSchema = z
   .enum(FAULT_KINDS)
@@ -39,7 +47,9 @@ export const faultKindSchema = z
       'pause: SIGSTOP for longer than the session timeout, so the group hands its partitions to the other instances, then resume it; ' +
       'join: a second instance joins (rebalance); send-error: the next send fails as during a leader change; broker-restart: every broker stops cleanly and starts again; ' +
       'coordinator-kill: SIGKILL the broker that leads the transaction coordinator of the instance\'s transactional.id, then start it again; ' +
-      'hanging-transaction: the grader opens a transaction and leaves it open (monitoring labs)',
+      'hanging-transaction: the grader opens a transaction and leaves it open (monitoring labs); ' +
+      'api-slow: the lab HTTP API answers the next calls only after a delay; api-error: it answers 5xx without applying the effect; ' +
+      'api-timeout: it applies the effect but the answer never arrives in time (the client times out)',
   );
 export type FaultKind = z.infer<typeof faultKindSchema>;
 
@@ -54,10 +64,18 @@ export const CRASH_POINTS = [
   'after:abort',
   'before:commitOffsets',
   'after:commitOffsets',
+  // External systems: a data-changing SQL statement (INSERT/UPDATE/DELETE), a SQL COMMIT, and an
+  // HTTP call made with fetch (after = its response arrived).
+  'before:db-write',
+  'after:db-write',
+  'before:db-commit',
+  'after:db-commit',
+  'before:http',
+  'after:http',
 ] as const;
 export const crashPointSchema = z
   .enum(CRASH_POINTS)
-  .describe('A moment in the learner program, just before or just after one kafkajs call, where a fault can be injected exactly');
+  .describe('A moment in the learner program, just before or just after one kafkajs, SQL or HTTP call, where a fault can be injected exactly');
 export type CrashPoint = z.infer<typeof crashPointSchema>;
 
 export const verdictSchema = z.enum(['pass', 'fail', 'inconclusive', 'error']).describe('pass: every check held and at least one fault hit an open transaction');
