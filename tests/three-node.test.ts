@@ -87,27 +87,31 @@ describe('the 3-node cluster', () => {
     await open.send({ topic, messages: [{ key: 'k', value: 'sent before the kill' }] });
 
     const killedAt = Date.now();
+    let restartedAt = 0;
     await control.killNode(before.nodeId);
-    let after = before;
-    while (after.nodeId === before.nodeId && Date.now() - killedAt < 30_000) {
-      await new Promise((resolve) => setTimeout(resolve, 250));
-      after = await findTransactionCoordinator(cluster.brokers, transactionalId).catch(() => before);
+    try {
+      let after = before;
+      while (after.nodeId === before.nodeId && Date.now() - killedAt < 30_000) {
+        await new Promise((resolve) => setTimeout(resolve, 250));
+        after = await findTransactionCoordinator(cluster.brokers, transactionalId).catch(() => before);
+      }
+      console.log(`[three-node] coordinator moved from broker ${before.nodeId} to ${after.nodeId} in ${((Date.now() - killedAt) / 1000).toFixed(1)} s`);
+      expect(after.nodeId).not.toBe(before.nodeId);
+
+      // The new coordinator loaded the open transaction from the replicated log: a new producer
+      // with the same id fences the old one, which aborts it, and commits its own.
+      const successor = kafka.producer({ transactionalId, idempotent: true, maxInFlightRequests: 1 });
+      await successor.connect();
+      const txn = await successor.transaction();
+      await txn.send({ topic, messages: [{ key: 'k', value: 'committed after the failover' }] });
+      await txn.commit();
+      await successor.disconnect();
+      await producer.disconnect().catch(() => {});
+    } finally {
+      // Whatever happened above, the node comes back: later test files grade on this cluster.
+      restartedAt = Date.now();
+      await control.startNode(before.nodeId);
     }
-    console.log(`[three-node] coordinator moved from broker ${before.nodeId} to ${after.nodeId} in ${((Date.now() - killedAt) / 1000).toFixed(1)} s`);
-    expect(after.nodeId).not.toBe(before.nodeId);
-
-    // The new coordinator loaded the open transaction from the replicated log: a new producer
-    // with the same id fences the old one, which aborts it, and commits its own.
-    const successor = kafka.producer({ transactionalId, idempotent: true, maxInFlightRequests: 1 });
-    await successor.connect();
-    const txn = await successor.transaction();
-    await txn.send({ topic, messages: [{ key: 'k', value: 'committed after the failover' }] });
-    await txn.commit();
-    await successor.disconnect();
-    await producer.disconnect().catch(() => {});
-
-    const restartedAt = Date.now();
-    await control.startNode(before.nodeId);
     expect(await waitForFullIsr(cluster.brokers, 60_000)).toBe(true);
     console.log(`[three-node] broker ${before.nodeId} back and in sync in ${((Date.now() - restartedAt) / 1000).toFixed(1)} s`);
     expect((await admin.describeCluster()).brokers).toHaveLength(3);

@@ -610,6 +610,9 @@ export class LabAttempt {
    * exclusively: other attempts on this cluster do not create topics or verify with a node down.
    */
   private async killCoordinator(slot: Slot, fault: PlannedFault, wave: SeedTransaction[]): Promise<void> {
+    // A node killed by an earlier fault must be back first; wait before arming, so the program is
+    // not held at its crash point (its transaction open) for the length of a broker start.
+    await this.maintenance.whenWhole();
     const { instance, event } = await this.armAndWrite(slot, fault, 'pause', wave);
     const control = this.options.control;
     const open = event ? null : this.source?.kind === 'command' ? await this.brokerSaysTransactionOpen() : slot.txnOpen;
@@ -622,7 +625,7 @@ export class LabAttempt {
     await this.maintenance.withExclusive(async () => {
       let coordinator;
       try {
-        // A node killed by an earlier fault (this attempt's or another's) must be back first.
+        // Another attempt on this cluster may have killed a node meanwhile.
         await this.maintenance.whenWhole();
         coordinator = await findTransactionCoordinator(this.options.brokers, transactionalId);
       } catch (err) {
