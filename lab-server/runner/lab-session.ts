@@ -36,6 +36,8 @@ export class LabSession implements LabSessionApi {
   private latest: LabAttempt | null = null;
   /** The cluster of the latest attempt: inspection commands look there. */
   private latestCluster: { brokers: string[]; kafka: Kafka } | null = null;
+  /** True while begin() waits for a cluster (the 3-node one may take a while to start). */
+  private beginning = false;
 
   constructor(private readonly options: LabSessionOptions) {
     // Learner-chosen session ids never reach topic names directly: hash them, and add a per-process
@@ -50,8 +52,16 @@ export class LabSession implements LabSessionApi {
     if (this.current) {
       throw new KafkaIqError('BUSY', `A ${this.current.mode === 'run' ? 'run' : 'grade'} is still going: stop it first (Stop button or 'stop').`);
     }
-    const lab = await loadLab(labId);
-    const cluster = await this.clusterFor(lab.definition.cluster);
+    if (this.beginning) throw new KafkaIqError('BUSY', 'The previous run or grade is still starting: wait a moment.');
+    let cluster: ClusterHandle;
+    let lab;
+    this.beginning = true;
+    try {
+      lab = await loadLab(labId);
+      cluster = await this.clusterFor(lab.definition.cluster);
+    } finally {
+      this.beginning = false;
+    }
     const previous = this.latest;
     this.attempts++;
     const attempt = new LabAttempt({
