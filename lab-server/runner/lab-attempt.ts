@@ -51,8 +51,12 @@ interface Slot {
 const MAX_SELF_RESTARTS = 15;
 const HIT_TIMEOUT_MS = 5_000;
 const QUIET_MS = 6_000;
-/** How long a killed coordinator's broker stays down: leadership moves after ~3 s (broker.session.timeout.ms). */
-const COORDINATOR_DOWN_MS = 4_000;
+/**
+ * How long the grader waits before starting a killed coordinator's broker again. The node is down
+ * for longer than that (a broker JVM takes several seconds to start), and the controller moves its
+ * leaderships after broker.session.timeout.ms (3 s) or when the restarted node registers again.
+ */
+const COORDINATOR_DOWN_MS = 2_000;
 
 /**
  * One run or grade of a learner program: a fresh namespace, seeded input, the program's
