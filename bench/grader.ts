@@ -1,13 +1,18 @@
 /**
- * npm run bench:grader [-- --runs N --quick-runs N --labs a,b --solutions-only --parallel N]
+ * npm run bench:grader [-- --runs N --quick-runs N --labs a,b --solutions-only --skip-starters --parallel N]
  * Grades every program of every lab (solution, starter, broken variants, command fixtures) N
  * times with seeds 1..N, and the solution N more times with --quick, then prints per program the
  * verdict counts against what the lab folder expects, and the median and worst grade time.
  * Prints figures; asserts nothing. With --parallel > 1 grades overlap (as in CI), so the times
  * include that contention; the header says so.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ClusterPool } from '../lab-server/broker/cluster-pool.ts';
+import { formatReport } from '../src/shared/format-report.ts';
+import type { SessionListener } from '../lab-server/runner/contract.ts';
+import { connectCluster } from '../lab-server/broker/cluster.ts';
 import { describeError } from '../lab-server/core/errors.ts';
 import { listLabIds } from '../lab-server/labs/load-lab.ts';
 import { gradeProgram, judgeFixture, labFixtures, type Fixture } from '../lab-server/runner/check-labs.ts';
@@ -18,7 +23,9 @@ const { values } = parseArgs({
     'quick-runs': { type: 'string', default: '10' },
     labs: { type: 'string' },
     'solutions-only': { type: 'boolean', default: false },
+    'skip-starters': { type: 'boolean', default: false },
     parallel: { type: 'string', default: '1' },
+    'failures-dir': { type: 'string', default: '.kafkaiq/bench-failures' },
   },
 });
 const runs = Number(values.runs);
@@ -37,7 +44,9 @@ interface Row {
   got: Map<string, number>;
   times: number[];
 }
-const fixtures = (await labFixtures(labs)).filter((f) => !values['solutions-only'] || f.program === 'solution');
+const fixtures = (await labFixtures(labs))
+  .filter((f) => !values['solutions-only'] || f.program === 'solution')
+  .filter((f) => !values['skip-starters'] || f.program !== 'starter');
 const rows: Row[] = [];
 const jobs: { row: Row; seed: number }[] = [];
 for (const fixture of fixtures) {
@@ -66,10 +75,28 @@ await Promise.all(
       const { row, seed } = job;
       const t0 = Date.now();
       let label: string;
+      // The program's and the grader's last lines, kept so a wrong verdict can be diagnosed later.
+      const tail: string[] = [];
+      const listener: SessionListener = {
+        output: (instance, stream, line) => {
+          tail.push(`${instance.padEnd(6)} ${stream === 'system' ? '' : `${stream} `}${line}`);
+          if (tail.length > 400) tail.shift();
+        },
+        diagnostics: () => {},
+        progress: () => {},
+        state: () => {},
+        fault: () => {},
+      };
       try {
-        const report = await gradeProgram(cluster, row.fixture.lab, row.fixture.input, { seed, quick: row.mode === 'quick' });
+        const report = await gradeProgram(cluster, row.fixture.lab, row.fixture.input, { seed, quick: row.mode === 'quick', listener });
         const judged = judgeFixture(row.fixture, report);
         if (judged.ok) row.right++;
+        else {
+          const dir = path.resolve(values['failures-dir']!);
+          fs.mkdirSync(dir, { recursive: true });
+          const file = path.join(dir, `${row.fixture.lab}-${row.fixture.program.replace(/\//g, '-')}-${row.mode}-seed${seed}.txt`);
+          fs.writeFileSync(file, `${formatReport(report)}\n\n---- last output ----\n${tail.join('\n')}\n\n---- report ----\n${JSON.stringify(report, null, 1)}\n`);
+        }
         label = `${judged.got}${judged.ok ? '' : ` [seed ${seed}]`}`;
       } catch (err) {
         label = `error: ${describeError(err)} [seed ${seed}]`;

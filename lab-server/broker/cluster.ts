@@ -115,7 +115,14 @@ export async function connectCluster(
   const deadline = Date.now() + (BrokerProcess.liveOwner(broker.dataDir) ? 90_000 : 0);
   do {
     if (await isKafkaAt(broker.brokers[0]!)) {
-      return { brokers: broker.brokers, origin: 'reused', control: remoteControl(controlFile(broker)), close: async () => {} };
+      // The owner writes its control file just after the broker answers: give it a moment, or
+      // this process could not inject broker faults for its whole life.
+      let control = remoteControl(controlFile(broker));
+      for (let i = 0; !control && i < 20 && BrokerProcess.liveOwner(broker.dataDir); i++) {
+        await new Promise((resolve) => setTimeout(resolve, 250));
+        control = remoteControl(controlFile(broker));
+      }
+      return { brokers: broker.brokers, origin: 'reused', control, close: async () => {} };
     }
     if (Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 500));
   } while (Date.now() < deadline);

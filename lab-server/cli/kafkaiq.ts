@@ -9,7 +9,7 @@ import { ClusterPool } from '../broker/cluster-pool.ts';
 import { describeError, KafkaIqError } from '../core/errors.ts';
 import { listLabIds, loadLab } from '../labs/load-lab.ts';
 import { scaffoldLab } from '../labs/scaffold.ts';
-import { LabAttempt, type ProgramInput } from '../runner/lab-attempt.ts';
+import { createAttempt, type ProgramInput } from '../runner/attempt.ts';
 import { formatReport } from '../runner/format-report.ts';
 import type { SessionListener } from '../runner/contract.ts';
 import { checkLabs } from '../runner/check-labs.ts';
@@ -94,7 +94,7 @@ async function main(argv: string[]): Promise<number> {
     if (seed !== undefined && !Number.isInteger(seed)) throw new KafkaIqError('INVALID_INPUT', `--seed must be an integer, got "${values.seed}"`);
     if (lab.definition.cluster === 'three-nodes' && !clusters.isReady('three-nodes')) console.error(`${labId} runs on a 3-broker cluster: connecting to it (or starting it, about 20 s)...`);
     const cluster = await clusters.get(lab.definition.cluster);
-    const attempt = new LabAttempt({
+    const attempt = createAttempt({
       lab,
       program,
       brokers: cluster.brokers,

@@ -1,8 +1,10 @@
 import { createRequire } from 'node:module';
 import type { Kafka, KafkaMessage } from 'kafkajs';
 
-// kafkajs's admin lists offsets read_uncommitted only (the high watermark). The last stable
-// offset needs a ListOffsets request with isolation_level=1, which its internal Cluster can send.
+// kafkajs's admin lists offsets read_committed only: its ListOffsets request leaves the isolation
+// level unset, which kafkajs's request builder turns into READ_COMMITTED, so `high` is the last
+// stable offset. The high watermark needs a request with isolation_level=0, which kafkajs's
+// internal Cluster sends when created with that level; we keep one of each.
 // kafkajs is pinned to 2.2.4, so these internal paths are stable for us.
 const require = createRequire(import.meta.url);
 const Cluster = require('kafkajs/src/cluster/index.js');

@@ -93,7 +93,7 @@ async function readLab(id: string): Promise<LoadedLab> {
 function assertConsistent(id: string, lab: LabDefinition): void {
   const names = new Set(lab.topics.map((t) => t.name));
   const envNames = new Set(lab.env.map((e) => e.name));
-  const fail = (msg: string) => {
+  const fail = (msg: string): never => {
     throw new KafkaIqError('LAB_INVALID', `Invalid lab "${id}" (labs/${id}/lab.ts): ${msg}`);
   };
   for (const seed of lab.seeds) {
@@ -105,4 +105,39 @@ function assertConsistent(id: string, lab: LabDefinition): void {
   if (!envNames.has('KAFKA_BROKERS')) fail('env: KAFKA_BROKERS must be described');
   if (!lab.topics.some((t) => t.role === 'output')) fail('topics: at least one topic needs role "output"');
   if (names.size !== lab.topics.length) fail('topics: names must be unique');
+  for (const fault of [...lab.faults.full, ...lab.faults.quick]) {
+    if (fault.topic && !names.has(fault.topic)) fail(`faults: topic "${fault.topic}" is not declared in topics`);
+  }
+  // A throughput requirement and its check come together: one without the other is a silent no-op.
+  const speedCheck = lab.checks.includes('throughput-speedup');
+  if (lab.throughput && !speedCheck) fail('checks: a lab with a throughput block must list "throughput-speedup"');
+  if (!lab.throughput && speedCheck) fail('checks: "throughput-speedup" needs a throughput block (baseline, records, minSpeedup)');
+  if (lab.throughput && !fs.existsSync(path.join(LABS_DIR, id, lab.throughput.baseline))) {
+    fail(`throughput.baseline: there is no labs/${id}/${lab.throughput.baseline}`);
+  }
+  // Each kind has its own grader (runner/attempt.ts): only the checks and faults it implements.
+  const MONITOR_CHECKS = ['hanging-transaction-reported', 'no-false-alarms'];
+  const monitorFaults = lab.faults.full.concat(lab.faults.quick).filter((f) => f.kind === 'hanging-transaction').length;
+  if (lab.kind === 'pipeline') {
+    if (!lab.seeds.length) fail('seeds: a pipeline lab needs at least one seed');
+    if (lab.monitor) fail('monitor: only for kind "monitor"');
+    if (monitorFaults) fail('faults: "hanging-transaction" is a fault of monitor labs (kind: "monitor")');
+    const wrong = lab.checks.filter((c) => MONITOR_CHECKS.includes(c));
+    if (wrong.length) fail(`checks: ${wrong.join(', ')} belong to monitor labs (kind: "monitor")`);
+    return;
+  }
+  const monitor = lab.monitor;
+  if (!monitor) return fail('monitor: kind "monitor" needs a monitor block (watch, alerts, thresholds, workload)');
+  const watch = lab.topics.find((t) => t.name === monitor.watch);
+  const alerts = lab.topics.find((t) => t.name === monitor.alerts);
+  if (watch?.role !== 'input') fail(`monitor.watch: "${monitor.watch}" must be a topic with role "input"`);
+  if (alerts?.role !== 'output') fail(`monitor.alerts: "${monitor.alerts}" must be a topic with role "output"`);
+  const busy = new Set(monitor.workload.partitions);
+  if ([...busy].some((p) => p >= (watch?.partitions ?? 0))) fail('monitor.workload.partitions: every partition must exist in the watched topic');
+  if (busy.size >= (watch?.partitions ?? 0)) fail('monitor.workload.partitions: leave at least one partition quiet (for the long transaction that blocks nobody)');
+  for (const env of ['BLOCKED_LAG_THRESHOLD', 'HANG_SECONDS', 'GROUP_ID']) if (!envNames.has(env)) fail(`env: a monitor lab passes ${env}; describe it`);
+  if (lab.faults.full.concat(lab.faults.quick).some((f) => f.kind !== 'hanging-transaction')) fail('faults: a monitor lab takes only "hanging-transaction" faults');
+  const wrong = lab.checks.filter((c) => !MONITOR_CHECKS.includes(c));
+  if (wrong.length) fail(`checks: a monitor lab verifies only ${MONITOR_CHECKS.join(' and ')}, not ${wrong.join(', ')}`);
+  if (lab.instances !== 1) fail('instances: a monitor runs as one instance');
 }

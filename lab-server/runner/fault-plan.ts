@@ -21,6 +21,8 @@ export interface PlannedFault {
   crashPoint?: CrashPoint;
   /** Fire at the n-th time the program reaches the point after arming. */
   occurrence: number;
+  /** Logical topic: only calls for writes to it count (aims the crash point at one stage). */
+  topic?: string;
   /** For faults without a crash point: delay after the wave is written. */
   delayMs: number;
 }
@@ -43,6 +45,7 @@ export function planFaults(specs: FaultSpec[], seed: number): FaultPlan {
     instance: spec.instance,
     crashPoint: spec.at.length ? pick(spec.at) : undefined,
     occurrence: spec.occurrence,
+    ...(spec.topic ? { topic: spec.topic } : {}),
     delayMs: 100 + Math.floor(random() * 400),
   }));
   for (let i = faults.length - 1; i > 0; i--) {

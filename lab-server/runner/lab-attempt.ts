@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Kafka } from 'kafkajs';
+import type { Admin, Kafka } from 'kafkajs';
 import { REPORT_VERSION, type CrashPoint, type FaultRecord, type GradeReport, type TimelineEvent, type Verdict } from '../../src/shared/report.ts';
 import type { BrokerControl } from '../broker/cluster.ts';
 import { describeError, KafkaIqError } from '../core/errors.ts';
@@ -10,8 +10,8 @@ import { ROOT_DIR } from '../core/paths.ts';
 import { retry } from '../core/retry.ts';
 import { createKafka } from '../kafka/client.ts';
 import { findTransactionCoordinator, TRANSACTION_STATE_TOPIC, waitForFullIsr } from '../kafka/coordinator.ts';
-import { OffsetsProbe } from '../kafka/inspect.ts';
 import { maintenanceFor, type MaintenanceLock } from '../broker/maintenance.ts';
+import { OffsetsProbe, type PartitionOffsets } from '../kafka/inspect.ts';
 import type { LoadedLab } from '../labs/load-lab.ts';
 import type { ArmAction, ChildEvent } from './child/protocol.ts';
 import { DEFAULTS_ENV } from './child/protocol.ts';
@@ -21,6 +21,7 @@ import { planFaults, randomSeed, type FaultPlan, type PlannedFault } from './fau
 import { OutputSink } from './output-sink.ts';
 import { ProgramInstance, type ProgramSource } from './program-instance.ts';
 import { InputWriter, planSeedTransactions, splitIntoWaves, type SeedTransaction } from './seeder.ts';
+import { measureThroughput } from './throughput.ts';
 import { verifyRun } from './verify.ts';
 
 export type AttemptMode = 'run' | 'grade' | 'quick';
@@ -48,6 +49,9 @@ interface Slot {
   restartsInARow: number;
 }
 
+/** A crash point the program reached; aimedAt: the logical topic the fault was aimed at (FaultSpec.topic). */
+type AimedHit = ChildEvent & { t: 'hit'; aimedAt?: string };
+
 const MAX_SELF_RESTARTS = 15;
 const HIT_TIMEOUT_MS = 5_000;
 const QUIET_MS = 6_000;
@@ -57,6 +61,9 @@ const QUIET_MS = 6_000;
  * leaderships after broker.session.timeout.ms (3 s) or when the restarted node registers again.
  */
 const COORDINATOR_DOWN_MS = 2_000;
+const STOP_GRACE_MS = 8_000;
+/** Multi-stage labs: how long the later stages' topics must stay unchanged before verifying. */
+const PIPELINE_QUIET_MS = 1_000;
 
 /**
  * One run or grade of a learner program: a fresh namespace, seeded input, the program's
@@ -115,7 +122,11 @@ export class LabAttempt {
 
   private get limitMs(): number {
     const { mode } = this.options;
-    return mode === 'run' ? (this.options.runLimitMs ?? 10 * 60_000) : mode === 'quick' ? this.lab.definition.quickTimeLimitMs : this.lab.definition.timeLimitMs;
+    if (mode === 'run') return this.options.runLimitMs ?? 10 * 60_000;
+    const limit = mode === 'quick' ? this.lab.definition.quickTimeLimitMs : this.lab.definition.timeLimitMs;
+    // A --cmd program (a JVM, say) restarts in seconds after every fault, and Kafka's copier also
+    // exits whenever it reaches the end it saw at launch: it gets twice the lab's limit.
+    return this.options.program.kind === 'command' ? 2 * limit : limit;
   }
 
   private elapsed(): number {
@@ -166,10 +177,27 @@ export class LabAttempt {
 
   private async gradeWithPlan(plan: FaultPlan, startedAtIso: string): Promise<GradeReport> {
     await this.prepare();
+    // Performance labs: time a baseline and the learner's program on bursts of their own topics
+    // first, before any fault, so the timing is clean and the lab's topics stay untouched.
+    const throughput = this.lab.definition.throughput
+      ? await measureThroughput({
+          lab: this.lab,
+          kafka: this.kafka,
+          brokers: this.options.brokers,
+          namespace: this.namespace,
+          learner: this.source!,
+          env: (namespace) => this.env(1, namespace),
+          workDir: this.workDir,
+          system: (line) => this.sink.system(line),
+          output: (instance, stream, line) => this.sink.line(instance, stream, line),
+        })
+      : null;
     const transactions = planSeedTransactions(this.lab.definition);
     // One wave per fault, a spare per fault for the "after a send" fallback, one for the zombie's
     // replacement to chew on, and a last one. A fault must never find the input used up.
-    const waves = splitIntoWaves(transactions, 2 * plan.faults.length + 1 + plan.faults.filter((f) => f.kind === 'zombie').length);
+    // Several instances also get a warm-up wave (see below).
+    const multi = this.lab.definition.instances > 1;
+    const waves = splitIntoWaves(transactions, 2 * plan.faults.length + 1 + plan.faults.filter((f) => f.kind === 'zombie').length + (multi ? 1 : 0));
     this.nextWave = () => waves.shift() ?? [];
     this.expected = transactions.filter((t) => t.commit).reduce((n, t) => n + t.records.length, 0);
     this.sink.system(
@@ -180,8 +208,19 @@ export class LabAttempt {
     const deadline = this.startedAt + this.limitMs;
     let timedOut = false;
 
+    if (multi) {
+      // Several instances join one by one (each join is a rebalance), and a program's first batch
+      // of a partition may do extra work (a producer per partition, fencing). Let the group form
+      // and process a first wave, so the first fault's crash point is reached as quickly as later ones.
+      await this.waitForStableGroup(Math.min(12_000, deadline - Date.now()));
+      await this.writeWave(this.nextWave());
+      await this.waitForProgress(Math.min(15_000, deadline - Date.now()));
+    }
     for (const fault of plan.faults) {
       if (Date.now() > deadline) break;
+      // Several instances: every start, exit and join is a rebalance. Arm the next fault once the
+      // group is stable again, so the instance it targets owns partitions when the wave arrives.
+      if (multi) await this.waitForStableGroup(Math.min(12_000, deadline - Date.now()));
       await this.injectFault(fault, this.nextWave());
       this.faultsDone++;
       await this.waitForProgress(Math.min(15_000, deadline - Date.now()));
@@ -205,6 +244,7 @@ export class LabAttempt {
       inputs: this.writer.written,
       faults: this.faults,
       startedAt: this.startedAt,
+      extraChecks: throughput ? [throughput.check] : [],
     }));
     const failed = verification.checks.filter((c) => !c.passed);
     // Our wrapper tells us exactly when a fault hit an open transaction. A --cmd program has no
@@ -330,7 +370,11 @@ export class LabAttempt {
         () =>
           admin.createTopics({
             waitForLeaders: true,
-            topics: this.lab.definition.topics.map((t) => ({ topic: this.realTopic(t.name), numPartitions: t.partitions })),
+            topics: this.lab.definition.topics.map((t) => ({
+              topic: this.realTopic(t.name),
+              numPartitions: t.partitions,
+              ...(t.config ? { configEntries: Object.entries(t.config).map(([name, value]) => ({ name, value })) } : {}),
+            })),
           }),
         { retries: 6, minDelayMs: 250, maxDelayMs: 2_000, shouldRetry: (err) => !/already exists/i.test(describeError(err)) },
       );
@@ -341,14 +385,15 @@ export class LabAttempt {
     }
   }
 
-  private env(slot: number): Record<string, string> {
+  /** A program instance's env; another namespace (the throughput measurement) moves topics, group and ids there. */
+  private env(slot: number, namespace = this.namespace): Record<string, string> {
     return {
       KAFKA_BROKERS: this.options.brokers.join(','),
-      ...this.topicEnv(),
-      GROUP_ID: this.groupId,
-      TRANSACTIONAL_ID: `${this.namespace}-tx-${slot}`,
+      ...Object.fromEntries(this.lab.definition.topics.map((t) => [t.env, `${namespace}-${t.name}`])),
+      GROUP_ID: `${namespace}-group`,
+      TRANSACTIONAL_ID: `${namespace}-tx-${slot}`,
       // Shared by every instance: for one transactional.id per input partition (see the zombie lab).
-      TRANSACTIONAL_ID_PREFIX: `${this.namespace}-tx`,
+      TRANSACTIONAL_ID_PREFIX: `${namespace}-tx`,
       INSTANCE_ID: `i${slot}`,
       KAFKAJS_NO_PARTITIONER_WARNING: '1',
       [DEFAULTS_ENV]: JSON.stringify(this.lab.definition.kafkajs),
@@ -375,6 +420,9 @@ export class LabAttempt {
 
   private onChildEvent(slot: Slot, instance: ProgramInstance, event: ChildEvent): void {
     if (instance === slot.current) slot.txnOpen = event.txnOpen;
+    // A commit is work getting done even when the group's offsets have not moved yet (a slow
+    // machine, retries after a broker restart): it keeps the settle phase from giving up early.
+    if (event.t === 'call' && event.point === 'after:commit' && this.phase === 'settling') this.lastActivityAt = Date.now();
     if (event.t === 'call' && event.point === 'after:commit') this.mark('commit', instance.id);
     if (event.t === 'call' && event.point === 'after:abort') this.mark('abort', instance.id);
     if (event.t === 'failed' && (event.op === 'commit' || event.op === 'sendOffsets')) this.mark('abort', instance.id, `${event.op} failed: ${event.error}`);
@@ -408,7 +456,9 @@ export class LabAttempt {
 
   private async stopAll(): Promise<void> {
     this.stopping = true;
-    await Promise.all(this.liveInstances().map((i) => i.stop(3_000)));
+    // A generous grace: a program finishing its last transaction on a busy machine must not be
+    // SIGKILLed mid-transaction by us, or the hanging transaction would be blamed on it.
+    await Promise.all(this.liveInstances().map((i) => i.stop(STOP_GRACE_MS)));
     this.emitState();
   }
 
@@ -433,7 +483,7 @@ export class LabAttempt {
 
   /** Arms the crash point (if any), writes the next wave, and waits for the program to reach it. */
   /** Arms a crash point and resolves with the hit, or null if the program did not reach it in time. */
-  private armAt(instance: ProgramInstance, point: CrashPoint, action: ArmAction, occurrence: number): Promise<(ChildEvent & { t: 'hit' }) | null> {
+  private armAt(instance: ProgramInstance, point: CrashPoint, action: ArmAction, occurrence: number, topic?: string): Promise<(ChildEvent & { t: 'hit' }) | null> {
     const hit = new Promise<(ChildEvent & { t: 'hit' }) | null>((resolve) => {
       const onEvent = (event: ChildEvent) => {
         if (event.t !== 'hit') return;
@@ -444,11 +494,15 @@ export class LabAttempt {
         cleanup();
         resolve(null);
       };
-      const timer = setTimeout(() => {
-        cleanup();
-        instance.send({ t: 'disarm' });
-        resolve(null);
-      }, HIT_TIMEOUT_MS);
+      // A crash point aimed at a later stage waits for the wave to pass the earlier ones first.
+      const timer = setTimeout(
+        () => {
+          cleanup();
+          instance.send({ t: 'disarm' });
+          resolve(null);
+        },
+        topic ? 2 * HIT_TIMEOUT_MS : HIT_TIMEOUT_MS,
+      );
       const cleanup = () => {
         clearTimeout(timer);
         instance.off('event', onEvent);
@@ -457,7 +511,7 @@ export class LabAttempt {
       instance.on('event', onEvent);
       instance.once('exit', onExit);
     });
-    instance.send({ t: 'arm', point, action, occurrence });
+    instance.send({ t: 'arm', point, action, occurrence, ...(topic ? { topic: this.realTopic(topic) } : {}) });
     return hit;
   }
 
@@ -471,12 +525,14 @@ export class LabAttempt {
       else await sleep(fault.delayMs);
       return { instance, event: null };
     }
-    const hit = this.armAt(instance, fault.crashPoint, action, fault.occurrence);
+    const hit = this.armAt(instance, fault.crashPoint, action, fault.occurrence, fault.topic);
     await this.writeWave(wave);
-    let event = await hit;
-    // A program may never make the planned call (no transactions: no commit). Every pipeline
-    // sends, so fall back to the moment right after a send, with fresh input to reach it.
-    if (!event && fault.crashPoint !== 'after:send' && instance.alive) {
+    let event: AimedHit | null = await hit;
+    if (event && fault.topic) event = { ...event, aimedAt: fault.topic };
+    // A program may never make the planned call (no transactions: no commit; no write to the
+    // aimed-at topic). Every pipeline sends, so fall back to the moment right after any send,
+    // with fresh input to reach it.
+    if (!event && (fault.crashPoint !== 'after:send' || fault.topic) && instance.alive) {
       const spare = this.nextWave();
       if (spare.length) {
         const fallback = this.armAt(instance, 'after:send', action, 1);
@@ -488,7 +544,10 @@ export class LabAttempt {
     return { instance, event };
   }
 
-  private recordFault(fault: PlannedFault, instance: string, event: { point: PlannedFault['crashPoint']; txnOpen: boolean } | null, txnOpen: boolean | null, note?: string): FaultRecord {
+  private recordFault(fault: PlannedFault, instance: string, event: { point: PlannedFault['crashPoint']; txnOpen: boolean; aimedAt?: string } | null, txnOpen: boolean | null, note?: string): FaultRecord {
+    // A crash point aimed at one stage: say which, so the learner can place the evidence.
+    const aimed = event?.aimedAt ? `in the transaction writing ${this.lab.definition.topics.find((t) => t.name === event.aimedAt)?.env ?? event.aimedAt}` : undefined;
+    if (aimed) note = note ? `${aimed}; ${note}` : aimed;
     const record: FaultRecord = {
       atMs: this.elapsed(),
       kind: fault.kind,
@@ -558,8 +617,18 @@ export class LabAttempt {
         await this.writeWave(this.nextWave());
         // Resume the zombie once the replacement has redone work: its first commit, or (for a
         // program without transactions) its first sends plus a moment.
+        // When the zombie was frozen in one stage (an aimed crash point), wait for the replacement's
+        // commit in that stage: only then has its producer fenced the zombie's, whose next call
+        // then fails. (Another stage of a multi-stage program may commit long before.)
+        const aimed = event?.aimedAt ? this.realTopic(event.aimedAt) : null;
         const sent = await this.waitForEvent(replacement, (e) => e.t === 'call' && (e.point === 'after:commit' || e.point === 'after:send'), 20_000);
-        if (sent) await this.waitForEvent(replacement, (e) => e.t === 'call' && e.point === 'after:commit', 1_500);
+        if (sent) {
+          await this.waitForEvent(
+            replacement,
+            (e) => e.t === 'call' && e.point === 'after:commit' && (!aimed || (e.written ?? []).includes(aimed)),
+            aimed ? 8_000 : 1_500,
+          );
+        }
         this.sink.system(`${instance.id} (the zombie) resumes`);
         instance.resume();
         const exited = await Promise.race([instance.exited.then(() => true), sleep(4_000, false)]);
@@ -568,6 +637,28 @@ export class LabAttempt {
           await instance.stop(2_000);
         }
         this.zombies.delete(instance);
+        return;
+      }
+      case 'pause': {
+        // Freeze the instance at the crash point (mid-transaction) and start NO replacement: the
+        // group's session timeout expires and the other instances take over its partitions and
+        // redo the frozen batch. Then it wakes up, still holding that transaction, as a rebalanced-
+        // away zombie does in production. Only fencing through the transactional.id of the
+        // partition can stop its commit (kafkajs's sendOffsets carries no group generation).
+        const { instance, event } = await this.armAndWrite(slot, fault, 'pause', wave);
+        instance.pause();
+        this.emitState();
+        this.recordFault(fault, instance.id, event, event ? null : slot.txnOpen, 'paused (SIGSTOP) past its session timeout, no replacement: the group hands its partitions to the other instances');
+        await this.waitWhilePaused(instance);
+        this.sink.system(`${instance.id} resumes (SIGCONT) and carries on where it froze; from here on it is a normal group member again`);
+        instance.resume();
+        this.emitState();
+        // Let the held transaction play out (its commit goes through, or fails because it was
+        // fenced) before the next fault is armed: a crash point armed now would catch the zombie's
+        // own commit and hide what it does. A program without transactions is done at its next call.
+        const settled = (e: ChildEvent) =>
+          (e.t === 'call' && (e.point === 'after:commit' || e.point === 'after:abort' || !e.txnOpen)) || (e.t === 'failed' && e.op !== 'commitOffsets');
+        await Promise.race([this.waitForEvent(instance, settled, 5_000), instance.exited]);
         return;
       }
       case 'join': {
@@ -588,7 +679,7 @@ export class LabAttempt {
         await this.writeWave(wave);
         await this.waitForEvent(slot.current, (e) => e.t === 'call' && e.point === 'after:send', 4_000);
         if (!this.options.control) {
-          this.recordFault(fault, 'broker', null, null, 'skipped: the cluster is external (KAFKA_BROKERS), so it is not restarted');
+          this.recordFault(fault, 'broker', null, null, 'skipped: this cluster is not one KafkaIQ started (KAFKA_BROKERS), so it is not restarted');
           return;
         }
         const open = this.source?.kind === 'command' ? await this.brokerSaysTransactionOpen() : [...this.slots.values()].some((s) => s.txnOpen);
@@ -669,6 +760,46 @@ export class LabAttempt {
     });
   }
 
+  /** Multi-instance labs: waits until the group is Stable with one member per running slot. */
+  private async waitForStableGroup(timeoutMs: number): Promise<void> {
+    const until = Date.now() + Math.max(0, timeoutMs);
+    const admin = this.kafka.admin();
+    try {
+      await admin.connect();
+      while (Date.now() < until) {
+        const wanted = [...this.slots.values()].filter((s) => s.current.alive).length;
+        const { groups } = await admin.describeGroups([this.groupId]).catch(() => ({ groups: [] as { state: string; members: unknown[] }[] }));
+        if (groups[0]?.state === 'Stable' && groups[0].members.length === wanted) return;
+        await sleep(150);
+      }
+      this.sink.system(`the consumer group did not settle within ${(timeoutMs / 1000).toFixed(0)} s: injecting the next fault anyway`);
+    } catch {
+      // The broker may be restarting: inject the fault anyway.
+    } finally {
+      await admin.disconnect().catch(() => {});
+    }
+  }
+
+  /**
+   * A 'pause' fault holds its instance frozen until the group has expired its session and the
+   * other instances have committed every input written so far (the frozen batch included, so its
+   * records have been redone elsewhere). Bounded, for a program that never gets there: a single
+   * instance, or a session timeout longer than the grader can wait.
+   */
+  private async waitWhilePaused(frozen: ProgramInstance): Promise<void> {
+    const session = Math.min(this.lab.definition.kafkajs.consumer.sessionTimeout ?? 30_000, 15_000);
+    const target = this.writer.written.filter((r) => r.committed).length;
+    const started = Date.now();
+    // Nobody can take the partitions over before the session timeout: no need to look earlier.
+    await sleep(session);
+    while (frozen.alive && Date.now() - started < session + 12_000 && this.processed < target) await sleep(100);
+    if (this.processed < target) {
+      this.sink.system(`the other instances did not take over ${frozen.id}'s work within ${((Date.now() - started) / 1000).toFixed(1)} s (${this.processed}/${target} inputs committed)`);
+    } else {
+      this.sink.system(`the other instances took over ${frozen.id}'s partitions and committed every input so far (${((Date.now() - started) / 1000).toFixed(1)} s frozen)`);
+    }
+  }
+
   private waitForEvent(instance: ProgramInstance, match: (e: ChildEvent) => boolean, timeoutMs: number): Promise<boolean> {
     if (this.source?.kind !== 'bundle') return sleep(Math.min(timeoutMs, 1_500), true);
     return new Promise((resolve) => {
@@ -711,6 +842,7 @@ export class LabAttempt {
           for (const slot of this.slots.values()) slot.restartsInARow = 0;
         }
         this.processed = processed;
+        if (this.stagedPipeline && this.options.mode !== 'run' && (this.phase === 'running' || this.phase === 'settling')) await this.pollPipeline(admin);
       } finally {
         await admin.disconnect();
       }
@@ -720,6 +852,60 @@ export class LabAttempt {
       this.polling = false;
     }
     this.emitProgress();
+  }
+
+  // ---- multi-stage labs --------------------------------------------------------------------------
+  // `processed` counts the input group's offsets: the first stage only. With internal topics the
+  // later stages may still be working when it is complete, so settling also waits for them.
+
+  private get stagedPipeline(): boolean {
+    return this.lab.definition.topics.some((t) => t.role === 'internal');
+  }
+
+  private readonly pipeline = { signature: '', changedAt: Date.now(), caughtUp: false, polls: 0 };
+
+  /**
+   * Reads the ends of the internal and output topics, and the offsets every consumer group of this
+   * attempt (named after GROUP_ID) committed on the internal topics. Caught up: no transaction is
+   * open, and on every internal topic some group consumes, the furthest committed offset of each
+   * partition with data is at its end (end - 1: the last entry of a transactional write is its
+   * commit marker, which no consumer commits past).
+   */
+  private async pollPipeline(admin: Admin): Promise<void> {
+    this.probe ??= new OffsetsProbe(this.options.brokers);
+    const topics = this.lab.definition.topics.filter((t) => t.role !== 'input');
+    const ends = new Map<string, PartitionOffsets[]>();
+    let caughtUp = true;
+    for (const topic of topics) {
+      const offsets = await this.probe.offsets(this.realTopic(topic.name));
+      ends.set(topic.name, offsets);
+      if (offsets.some((p) => p.lso < p.hwm)) caughtUp = false;
+    }
+    const signature = JSON.stringify([...ends].map(([name, offsets]) => [name, offsets.map((p) => p.hwm)]));
+    if (signature !== this.pipeline.signature) {
+      this.pipeline.signature = signature;
+      this.pipeline.changedAt = Date.now();
+      this.lastActivityAt = Date.now();
+    }
+    const groups = (await admin.listGroups()).groups.map((g) => g.groupId).filter((g) => g.startsWith(this.groupId));
+    for (const topic of topics.filter((t) => t.role === 'internal')) {
+      const furthest = new Map<number, number>();
+      for (const groupId of groups) {
+        const [committed] = await admin.fetchOffsets({ groupId, topics: [this.realTopic(topic.name)] });
+        for (const p of committed?.partitions ?? []) {
+          if (Number(p.offset) >= 0) furthest.set(p.partition, Math.max(furthest.get(p.partition) ?? -1, Number(p.offset)));
+        }
+      }
+      if (furthest.size === 0) continue; // no stage reads it through a group (a changelog, say)
+      for (const p of ends.get(topic.name)!) if (p.hwm > 0 && (furthest.get(p.partition) ?? -1) < p.hwm - 1) caughtUp = false;
+    }
+    this.pipeline.caughtUp = caughtUp;
+    this.pipeline.polls++;
+  }
+
+  /** True when every stage after the first has finished too (always true without internal topics). */
+  private pipelineSettled(): boolean {
+    return !this.stagedPipeline || (this.pipeline.caughtUp && Date.now() - this.pipeline.changedAt >= PIPELINE_QUIET_MS);
   }
 
   private emitProgress(): void {
@@ -743,15 +929,25 @@ export class LabAttempt {
     const target = this.writer.written.filter((r) => r.committed).length;
     const until = Date.now() + Math.max(0, timeoutMs);
     while (Date.now() < until && this.processed < target) await sleep(100);
+    // Multi-stage: the later stages too (a retried batch of the last stage, say), so the next
+    // fault does not cut short what the previous one set up. Judged by a poll that started after
+    // the first stage was done; a pipeline that never catches up costs at most 5 s here.
+    if (!this.stagedPipeline || this.processed < target) return;
+    const after = this.pipeline.polls + 1;
+    const stagesUntil = Math.min(until, Date.now() + 5_000);
+    while (Date.now() < stagesUntil && !(this.pipeline.polls > after && this.pipeline.caughtUp)) await sleep(100);
   }
 
   /** Waits until every committed input is accounted for, or nothing moved for a while. True if all done. */
   private async settle(deadline: number): Promise<boolean> {
     this.lastActivityAt = Date.now();
     while (Date.now() < deadline) {
-      if (this.processed >= this.expected && this.zombies.size === 0) return true;
+      if (this.processed >= this.expected && this.zombies.size === 0 && this.pipelineSettled()) return true;
       // A --cmd program (a JVM, say) restarts slowly after each fault: give it longer to show progress.
-      const quietMs = this.source?.kind === 'command' ? 3 * QUIET_MS : QUIET_MS;
+      // A later stage that has not caught up may be rejoining its group or restoring its state
+      // after a restart (several seconds under load): give it longer too.
+      const laterStagesBehind = this.stagedPipeline && this.processed >= this.expected && !this.pipeline.caughtUp;
+      const quietMs = this.source?.kind === 'command' ? 3 * QUIET_MS : laterStagesBehind ? 2 * QUIET_MS : QUIET_MS;
       if (Date.now() - this.lastActivityAt > quietMs && this.processed > 0) {
         this.sink.system(`No progress for ${quietMs / 1000} s with ${this.processed}/${this.expected} inputs processed: verifying now.`);
         return true;

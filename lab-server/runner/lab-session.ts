@@ -10,7 +10,7 @@ import { OffsetsProbe, readTopic } from '../kafka/inspect.ts';
 import { listTransactions } from '../kafka/transactions.ts';
 import { loadLab } from '../labs/load-lab.ts';
 import type { LabSessionApi, ManualFault, SessionListener } from './contract.ts';
-import { LabAttempt, type AttemptMode } from './lab-attempt.ts';
+import { createAttempt, type Attempt, type AttemptMode } from './attempt.ts';
 
 const MAX_CONSUMED = 500;
 
@@ -32,12 +32,12 @@ export class LabSession implements LabSessionApi {
   private readonly kafka: Kafka;
   private readonly kafkaClientId: string;
   private attempts = 0;
-  private current: { attempt: LabAttempt; done: Promise<unknown>; mode: AttemptMode } | null = null;
-  private latest: LabAttempt | null = null;
   /** The cluster of the latest attempt: inspection commands look there. */
   private latestCluster: { brokers: string[]; kafka: Kafka } | null = null;
   /** True while begin() waits for a cluster (the 3-node one may take a while to start). */
   private beginning = false;
+  private current: { attempt: Attempt; done: Promise<unknown>; mode: AttemptMode } | null = null;
+  private latest: Attempt | null = null;
 
   constructor(private readonly options: LabSessionOptions) {
     // Learner-chosen session ids never reach topic names directly: hash them, and add a per-process
@@ -48,7 +48,7 @@ export class LabSession implements LabSessionApi {
     this.kafka = createKafka(options.cluster.brokers, this.kafkaClientId);
   }
 
-  private async begin(labId: string, code: string, mode: AttemptMode, seed?: number): Promise<LabAttempt> {
+  private async begin(labId: string, code: string, mode: AttemptMode, seed?: number): Promise<Attempt> {
     if (this.current) {
       throw new KafkaIqError('BUSY', `A ${this.current.mode === 'run' ? 'run' : 'grade'} is still going: stop it first (Stop button or 'stop').`);
     }
@@ -64,7 +64,7 @@ export class LabSession implements LabSessionApi {
     }
     const previous = this.latest;
     this.attempts++;
-    const attempt = new LabAttempt({
+    const attempt = createAttempt({
       lab,
       program: { kind: 'code', code },
       brokers: cluster.brokers,

@@ -16,6 +16,8 @@ export interface VerifyInput {
   faults: FaultRecord[];
   /** Wall-clock time the run started, to place records after faults. */
   startedAt: number;
+  /** Checks decided elsewhere in the grade (e.g. throughput-speedup), reported in the lab's order. */
+  extraChecks?: CheckResult[];
 }
 
 export interface Verification {
@@ -62,23 +64,44 @@ export async function verifyRun(input: VerifyInput): Promise<Verification> {
     return fault ? ` [after fault ${fault.kind} on ${fault.instance}${fault.crashPoint ? ` at ${fault.crashPoint}` : ''}, +${((at - fault.atMs) / 1000).toFixed(1)} s]` : '';
   };
 
+  // How an output is matched with the input it belongs to: by its exact (topic, key, value), or,
+  // for labs whose outputs depend on earlier inputs too (running totals), by the origin the lab
+  // reads from the output (e.g. its orderId). Then a record counted twice is a duplicate and a
+  // wrong total is a transform error, instead of both looking like an unknown record.
+  const { origin } = lab;
+  const matchKey = (r: { topic: string; key: string | null; value: string | null }): string => {
+    if (!origin) return identity(r);
+    let id: string | null = null;
+    try {
+      id = origin({ topic: logicalOf.get(r.topic) ?? r.topic, key: r.key ?? '', value: r.value ?? '' });
+    } catch {
+      // An unreadable value has no origin; it is matched by its exact content.
+    }
+    return id === null ? identity(r) : `${r.topic}\u0000origin\u0000${id}`;
+  };
+
   // What every committed and every aborted input must (or must not) produce.
   type Expectation = { input: SeededRecord; expected: ExpectedRecord };
   const fromCommitted = new Map<string, Expectation>();
   const fromAborted = new Map<string, Expectation>();
+  const expectedIdentities = new Set<string>();
   const expectedPerInput = new Map<number, string[]>();
   const context = { committed: input.inputs.filter((r) => r.committed) };
   for (const record of input.inputs) {
     const outs = lab.transform(record, context);
-    const ids = outs.map((o) => identity({ topic: realTopic(o.topic), key: o.key, value: o.value }));
+    const real = outs.map((o) => ({ topic: realTopic(o.topic), key: o.key, value: o.value }));
+    const ids = real.map(matchKey);
     outs.forEach((expected, i) => (record.committed ? fromCommitted : fromAborted).set(ids[i]!, { input: record, expected }));
-    if (record.committed) expectedPerInput.set(record.index, ids);
+    if (record.committed) {
+      expectedPerInput.set(record.index, ids);
+      for (const r of real) expectedIdentities.add(identity(r));
+    }
   }
   const actual = new Map<string, ReadRecord[]>();
-  for (const r of committedOut) actual.set(identity(r), [...(actual.get(identity(r)) ?? []), r]);
+  for (const r of committedOut) actual.set(matchKey(r), [...(actual.get(matchKey(r)) ?? []), r]);
   const inputLabel = (r: SeededRecord) => `${r.topic}-${r.partition}@${r.offset} key=${r.key} value=${show(r.value)}`;
 
-  const results = new Map<CheckName, CheckResult>();
+  const results = new Map<CheckName, CheckResult>((input.extraChecks ?? []).map((c) => [c.name, c]));
   const result = (name: CheckName, failures: string[], okSummary: string, failSummary: (n: number) => string) => {
     results.set(name, {
       name,
@@ -103,35 +126,49 @@ export async function verifyRun(input: VerifyInput): Promise<Verification> {
   result(
     'no-duplicates',
     dupes.flatMap(([, records]) =>
-      records.slice(1).map((r) => `${label(r)} key=${r.key} value=${show(r.value)} duplicates ${label(records[0]!)}${faultBefore(r.timestamp)}`),
+      records.slice(1).map((r) =>
+        origin
+          ? // Same origin, maybe another value (a total counted again): show both.
+            `${label(r)} key=${r.key} value=${show(r.value, 120)} is a second output for the input of ${label(records[0]!)} value=${show(records[0]!.value, 120)}${faultBefore(r.timestamp)}`
+          : `${label(r)} key=${r.key} value=${show(r.value)} duplicates ${label(records[0]!)}${faultBefore(r.timestamp)}`,
+      ),
     ),
     'no output record appears twice',
     () => `${dupes.reduce((n, [, r]) => n + r.length - 1, 0)} duplicate output records (${dupes.length} inputs processed more than once)`,
   );
 
   // no-aborted-reads
-  const abortedReads = committedOut.filter((r) => fromAborted.has(identity(r)));
+  const abortedReads = committedOut.filter((r) => fromAborted.has(matchKey(r)));
   result(
     'no-aborted-reads',
-    abortedReads.map((r) => `${label(r)} value=${show(r.value)} comes from aborted input ${inputLabel(fromAborted.get(identity(r))!.input)}`),
+    abortedReads.map((r) => `${label(r)} value=${show(r.value)} comes from aborted input ${inputLabel(fromAborted.get(matchKey(r))!.input)}`),
     `none of the ${input.inputs.filter((r) => !r.committed).length} aborted input records leaked into the output`,
     (n) => `${n} output records were derived from input written in aborted transactions (read_uncommitted?)`,
   );
 
   // transform-correct
-  const wrong = committedOut.filter((r) => !fromCommitted.has(identity(r)) && !fromAborted.has(identity(r)));
+  const wrong = committedOut.filter((r) =>
+    origin ? !expectedIdentities.has(identity(r)) && !fromAborted.has(matchKey(r)) : !fromCommitted.has(identity(r)) && !fromAborted.has(identity(r)),
+  );
   const byValue = new Map<string, ExpectedRecord>();
   for (const { expected } of fromCommitted.values()) byValue.set(`${expected.topic}\u0000${expected.value}`, expected);
   result(
     'transform-correct',
     wrong.map((r) => {
+      const sameOrigin = origin ? fromCommitted.get(matchKey(r)) : undefined;
+      if (sameOrigin) {
+        const { expected } = sameOrigin;
+        return expected.value !== r.value
+          ? `${label(r)} key=${r.key} value=${show(r.value, 120)} should be ${show(expected.value, 120)} (input ${inputLabel(sameOrigin.input)})${faultBefore(r.timestamp)}`
+          : `${label(r)} has key=${r.key} but the input's key is ${expected.key}`;
+      }
       const sameValue = byValue.get(`${logicalOf.get(r.topic)}\u0000${r.value}`);
       return sameValue
         ? `${label(r)} has key=${r.key} but the input's key is ${sameValue.key}`
         : `${label(r)} key=${r.key} value=${show(r.value)} is not the lab's transform of any input`;
     }),
     'every output is the expected transform of its input, with the same key',
-    (n) => `${n} output records are not the expected transform of any input`,
+    (n) => (origin ? `${n} output records do not have the value their input should give` : `${n} output records are not the expected transform of any input`),
   );
 
   // order-preserved: per output partition, outputs of one input partition keep their input order.
@@ -142,9 +179,9 @@ export async function verifyRun(input: VerifyInput): Promise<Verification> {
     const lastByInputPartition = new Map<string, { offset: number; out: ReadRecord }>();
     const seen = new Set<string>();
     for (const r of records) {
-      const source = fromCommitted.get(identity(r));
-      if (!source || seen.has(identity(r))) continue;
-      seen.add(identity(r));
+      const source = fromCommitted.get(matchKey(r));
+      if (!source || seen.has(matchKey(r))) continue;
+      seen.add(matchKey(r));
       const key = `${source.input.topic}-${source.input.partition}`;
       const previous = lastByInputPartition.get(key);
       if (previous && previous.offset > source.input.offset) {
@@ -195,7 +232,7 @@ export async function verifyRun(input: VerifyInput): Promise<Verification> {
   result('no-hanging-transactions', hanging, 'no transaction was left open: every output LSO reached its high watermark', (n) => `${n} output partitions are blocked by an open transaction`);
 
   return {
-    checks: lab.checks.map((name) => results.get(name)!),
+    checks: lab.checks.map((name) => results.get(name)).filter((c): c is CheckResult => c !== undefined),
     outputs: committedOut.length,
     abortedRecords,
   };

@@ -21,6 +21,10 @@ export const topicSpecSchema = z
     partitions: z.number().int().min(1).max(12).describe('Partition count'),
     role: z.enum(['input', 'output', 'internal']).describe('input: seeded by the grader; output: verified; internal: between the stages of the program'),
     description: z.string().min(1),
+    config: z
+      .record(z.string(), z.string())
+      .optional()
+      .describe('Topic configs the grader creates the topic with, e.g. { "cleanup.policy": "compact" } for a changelog'),
   })
   .strict();
 export type TopicSpec = z.infer<typeof topicSpecSchema>;
@@ -57,6 +61,13 @@ export interface TransformContext {
  */
 export type TransformFn = (input: SeedRecord, context: TransformContext) => ExpectedRecord[];
 
+/**
+ * Names the input an output record was produced for (e.g. the orderId inside its value), or null.
+ * For labs whose outputs depend on more than their own input (running totals): the grader then
+ * decides loss, duplicates and aborted reads by origin, and transform-correct by value.
+ */
+export type OriginFn = (output: ExpectedRecord) => string | null;
+
 const fn = <T>(what: string) => z.custom<T>((v) => typeof v === 'function', { message: `must be a function (${what})` });
 
 export const seedSpecSchema = z
@@ -91,6 +102,11 @@ export const faultSpecSchema = z
       .max(20)
       .default(1)
       .describe('Fire at the n-th time the program reaches the crash point after the fault is armed (the program is idle then, so 1 is the first call of the next batch)'),
+    topic: logicalName
+      .optional()
+      .describe(
+        'Aims the crash point at one stage of a multi-stage program: only calls for writes to this topic count (a send to it; sendOffsets, commit or abort of a transaction that has sent to it; never a consumer commitOffsets)',
+      ),
   })
   .strict();
 export type FaultSpec = z.infer<typeof faultSpecSchema>;
@@ -125,14 +141,97 @@ export const kafkajsDefaultsSchema = z
   .describe('kafkajs settings the lab runtime applies where the learner sets none; tell the learner in the lab text');
 export type KafkajsDefaults = z.infer<typeof kafkajsDefaultsSchema>;
 
+/**
+ * Performance labs: exactly once AND fast. In the same grade, before the fault plan, the grader
+ * times a known-correct baseline program and then the learner's program on the same burst of
+ * committed input (separate, namespaced topics, no faults), and the check `throughput-speedup`
+ * compares the two rates. Timing both on the same machine within seconds of each other keeps
+ * the verdict stable on slow or busy machines.
+ */
+export const throughputSpecSchema = z
+  .object({
+    baseline: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9_-]*\.ts$/, 'must be a .ts file name in the lab folder, e.g. "baseline.ts"')
+      .describe('A correct program in the lab folder that the learner is measured against (e.g. one transaction per record); never shown as the solution'),
+    records: z
+      .number()
+      .int()
+      .min(10)
+      .max(5_000)
+      .describe('Records in the burst each program processes (per input seed), written at once in one committed transaction'),
+    minSpeedup: z
+      .number()
+      .min(1)
+      .max(1_000)
+      .describe("The check passes when the learner's records/s is at least this multiple of the baseline's records/s"),
+  })
+  .strict();
+export type ThroughputSpec = z.infer<typeof throughputSpecSchema>;
+
+/**
+ * Monitoring labs (kind: 'monitor'): the learner's program watches the cluster and writes alerts
+ * instead of transforming records. The grader runs a background workload of short transactions on
+ * the watched topic, adds look-alikes that must NOT be reported (a slow transaction that commits in
+ * time, a long one that blocks nobody, a hanging one on another team's topic), then leaves one
+ * transaction open per 'hanging-transaction' fault and expects an alert naming it.
+ */
+export const monitorSpecSchema = z
+  .object({
+    watch: logicalName.describe('Logical name of the topic the monitor watches; the grader writes it (role "input")'),
+    alerts: logicalName.describe('Logical name of the topic the monitor writes one JSON alert record to per finding (role "output")'),
+    blockedLagThreshold: z
+      .number()
+      .int()
+      .min(2)
+      .max(100_000)
+      .describe('Passed as BLOCKED_LAG_THRESHOLD: report a transaction only once HWM - LSO on a partition it blocks is at least this many offsets'),
+    hangSeconds: z
+      .number()
+      .int()
+      .min(2)
+      .max(120)
+      .describe('Passed as HANG_SECONDS: report a transaction only once it has been open at least this long'),
+    reportWithinSeconds: z
+      .number()
+      .min(1)
+      .max(60)
+      .describe('How long after a hanging transaction crosses both thresholds its alert may take to appear'),
+    workload: z
+      .object({
+        producers: z.number().int().min(1).max(6).default(3).describe('Transactional producers writing short committed transactions, each with its own transactional id'),
+        pauseMs: z.number().int().min(20).max(5_000).default(150).describe('Pause of each producer between two transactions'),
+        recordsPerPartition: z
+          .number()
+          .int()
+          .min(1)
+          .max(50)
+          .default(4)
+          .describe('Records each workload transaction writes to every busy partition: blocked lag grows fast even on a slow machine'),
+        partitions: z
+          .array(z.number().int().min(0))
+          .min(1)
+          .describe('Busy partitions of the watched topic; the others stay quiet (a long transaction there blocks nobody)'),
+      })
+      .strict()
+      .describe('The background workload that keeps the watched topic busy'),
+  })
+  .strict();
+export type MonitorSpec = z.infer<typeof monitorSpecSchema>;
+
 export const labDefinitionSchema = z
   .object({
     title: z.string().min(3).describe('Shown on the workbench'),
     summary: z.string().min(10).describe('One or two sentences: what the program must do'),
     env: z.array(envVarSchema).min(1).describe('The environment contract: every variable the program gets, KAFKA_BROKERS included'),
     topics: z.array(topicSpecSchema).min(1),
-    seeds: z.array(seedSpecSchema).min(1).describe('How the grader writes the input'),
-    transform: fn<TransformFn>('(input) => expected outputs'),
+    seeds: z.array(seedSpecSchema).default([]).describe('How the grader writes the input (pipeline labs need at least one)'),
+    transform: fn<TransformFn>('(input) => expected outputs')
+      .default(() => () => [])
+      .describe('Pipeline labs: what each committed input must produce; monitor labs produce no derived records'),
+    origin: fn<OriginFn>('(output) => origin id | null')
+      .optional()
+      .describe('For outputs that are not a function of their input alone (aggregates): which input an output belongs to'),
     faults: z
       .object({
         full: z.array(faultSpecSchema).min(1).describe('The full fault plan: every fault fires once, in a seeded order'),
@@ -146,6 +245,9 @@ export const labDefinitionSchema = z
     quickTimeLimitMs: z.number().int().min(5_000).max(600_000).default(40_000),
     /** Extra env the runtime gives, beyond topics, KAFKA_BROKERS, GROUP_ID and TRANSACTIONAL_ID. */
     cluster: z.enum(['single', 'three-nodes']).default('single').describe('Which broker setup the lab needs'),
+    throughput: throughputSpecSchema
+      .optional()
+      .describe('Measure the learner against a baseline program before the faults; requires the check "throughput-speedup" (and vice versa)'),
     commandFixtures: z
       .array(
         z
@@ -159,6 +261,11 @@ export const labDefinitionSchema = z
       )
       .default([])
       .describe('Extra programs `kafkaiq check` grades with --cmd: references written in other languages, known-bad pipelines'),
+    kind: z
+      .enum(['pipeline', 'monitor'])
+      .default('pipeline')
+      .describe('pipeline: the program transforms input records (seeds, transform, crash-point faults); monitor: it watches the cluster and writes alerts (see `monitor`)'),
+    monitor: monitorSpecSchema.optional().describe('Required for kind "monitor": what is watched, the thresholds and the background workload'),
   })
   .strict();
 export type LabDefinitionInput = z.input<typeof labDefinitionSchema>;

@@ -15,7 +15,7 @@ type Any = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 const defaults: { consumer?: Record<string, unknown>; producer?: Record<string, unknown>; client?: Record<string, unknown> } = JSON.parse(process.env[DEFAULTS_ENV] ?? '{}');
 
-let armed: { point: CrashPoint; action: ArmAction; remaining: number } | null = null;
+let armed: { point: CrashPoint; action: ArmAction; remaining: number; topic?: string } | null = null;
 let releasePaused: (() => void) | null = null;
 const send = (event: ChildEvent) => {
   if (process.connected) process.send!(event);
@@ -23,7 +23,7 @@ const send = (event: ChildEvent) => {
 
 if (process.send) {
   process.on('message', (msg: RunnerCommand) => {
-    if (msg.t === 'arm') armed = { point: msg.point, action: msg.action, remaining: msg.occurrence };
+    if (msg.t === 'arm') armed = { point: msg.point, action: msg.action, remaining: msg.occurrence, ...(msg.topic ? { topic: msg.topic } : {}) };
     else if (msg.t === 'disarm') armed = null;
     else if (msg.t === 'continue') {
       releasePaused?.();
@@ -44,9 +44,12 @@ class InjectedBrokerError extends real.KafkaJSError {
   }
 }
 
-async function checkpoint(point: CrashPoint, txnOpen: boolean, records?: number): Promise<void> {
-  send({ t: 'call', point, txnOpen, records });
+/** `written`: the topics this call writes (a send) or its transaction has written (sendOffsets, commit, abort). */
+async function checkpoint(point: CrashPoint, txnOpen: boolean, records?: number, written?: ReadonlySet<string>): Promise<void> {
+  send({ t: 'call', point, txnOpen, records, ...(point === 'after:commit' && written ? { written: [...written] } : {}) });
   if (!armed || armed.point !== point) return;
+  // A crash point aimed at one stage of a multi-stage program: other stages' calls do not count.
+  if (armed.topic && !written?.has(armed.topic)) return;
   if (--armed.remaining > 0) return;
   const { action } = armed;
   armed = null;
@@ -63,12 +66,28 @@ function countRecords(args: Any[]): number | undefined {
   return undefined;
 }
 
-function instrument(target: Any, method: string, op: InstrumentedOp, txnOpen: () => boolean, after?: (ok: boolean) => void) {
+/** The topics a send / sendBatch call writes to. */
+function sentTopics(args: Any[]): string[] {
+  const a = args[0];
+  if (typeof a?.topic === 'string') return [a.topic];
+  if (Array.isArray(a?.topicMessages)) return a.topicMessages.map((t: Any) => t?.topic).filter((t: unknown) => typeof t === 'string');
+  return [];
+}
+
+function instrument(
+  target: Any,
+  method: string,
+  op: InstrumentedOp,
+  txnOpen: () => boolean,
+  after?: (ok: boolean) => void,
+  written?: (args: Any[]) => ReadonlySet<string>,
+) {
   const original = target[method];
   if (typeof original !== 'function') return;
   target[method] = async (...args: Any[]) => {
     const records = op === 'send' ? countRecords(args) : undefined;
-    await checkpoint(`before:${op}` as CrashPoint, txnOpen(), records);
+    const topics = written?.(args);
+    await checkpoint(`before:${op}` as CrashPoint, txnOpen(), records, topics);
     let result;
     try {
       result = await original.apply(target, args);
@@ -78,7 +97,7 @@ function instrument(target: Any, method: string, op: InstrumentedOp, txnOpen: ()
       throw err;
     }
     after?.(true);
-    await checkpoint(`after:${op}` as CrashPoint, txnOpen(), records);
+    await checkpoint(`after:${op}` as CrashPoint, txnOpen(), records, topics);
     return result;
   };
 }
@@ -86,8 +105,9 @@ function instrument(target: Any, method: string, op: InstrumentedOp, txnOpen: ()
 function wrapProducer(producer: Any): Any {
   let openTransactions = 0;
   const plainOpen = () => openTransactions > 0;
-  instrument(producer, 'send', 'send', plainOpen);
-  instrument(producer, 'sendBatch', 'send', plainOpen);
+  const sendWrites = (args: Any[]) => new Set(sentTopics(args));
+  instrument(producer, 'send', 'send', plainOpen, undefined, sendWrites);
+  instrument(producer, 'sendBatch', 'send', plainOpen, undefined, sendWrites);
   const transaction = producer.transaction.bind(producer);
   producer.transaction = async () => {
     const txn = await transaction();
@@ -100,11 +120,18 @@ function wrapProducer(producer: Any): Any {
         openTransactions--;
       }
     };
-    instrument(txn, 'send', 'send', isOpen);
-    instrument(txn, 'sendBatch', 'send', isOpen);
-    instrument(txn, 'sendOffsets', 'sendOffsets', isOpen);
-    instrument(txn, 'commit', 'commit', isOpen, close);
-    instrument(txn, 'abort', 'abort', isOpen, close);
+    // Every topic this transaction has sent to, so a crash point can be aimed at one stage.
+    const txnWrites = new Set<string>();
+    const sendWrites = (args: Any[]) => {
+      for (const topic of sentTopics(args)) txnWrites.add(topic);
+      return new Set(sentTopics(args));
+    };
+    const soFar = () => txnWrites;
+    instrument(txn, 'send', 'send', isOpen, undefined, sendWrites);
+    instrument(txn, 'sendBatch', 'send', isOpen, undefined, sendWrites);
+    instrument(txn, 'sendOffsets', 'sendOffsets', isOpen, undefined, soFar);
+    instrument(txn, 'commit', 'commit', isOpen, close, soFar);
+    instrument(txn, 'abort', 'abort', isOpen, close, soFar);
     return txn;
   };
   return producer;

@@ -8,7 +8,8 @@ export type InstrumentedOp = 'send' | 'sendOffsets' | 'commit' | 'abort' | 'comm
 
 /** child -> runner */
 export type ChildEvent =
-  | { t: 'call'; point: CrashPoint; txnOpen: boolean; records?: number }
+  /** written: for commits, the topics the transaction wrote (which stage of a multi-stage program committed). */
+  | { t: 'call'; point: CrashPoint; txnOpen: boolean; records?: number; written?: string[] }
   | { t: 'failed'; op: InstrumentedOp; txnOpen: boolean; error: string }
   /** An armed crash point was reached; for 'kill' and 'pause' the call waits for the runner. */
   | { t: 'hit'; point: CrashPoint; action: ArmAction; txnOpen: boolean };
@@ -17,7 +18,8 @@ export type ArmAction = 'kill' | 'pause' | 'stop' | 'error';
 
 /** runner -> child */
 export type RunnerCommand =
-  | { t: 'arm'; point: CrashPoint; action: ArmAction; occurrence: number }
+  /** topic (a real topic name): only calls for writes to it count, see FaultSpec.topic. */
+  | { t: 'arm'; point: CrashPoint; action: ArmAction; occurrence: number; topic?: string }
   | { t: 'disarm' }
   /** Sent with SIGCONT to a paused instance: let the held call go on. */
   | { t: 'continue' };

@@ -1,0 +1,73 @@
+// expect-fail: no-duplicates
+// The transactional.ids are right (one per input partition, fenced before use), but the offsets
+// are committed by the consumer AFTER the transaction, not inside it. A crash between the commit
+// and commitOffsets leaves outputs committed and the group's offset behind them: whichever
+// instance gets the partition next converts those readings again.
+import { Kafka, type EachBatchPayload, type Producer } from 'kafkajs';
+
+const instanceId = process.env.INSTANCE_ID!;
+const kafka = new Kafka({ clientId: `fahrenheit-${instanceId}`, brokers: process.env.KAFKA_BROKERS!.split(',') });
+const inputTopic = process.env.INPUT_TOPIC!;
+const outputTopic = process.env.OUTPUT_TOPIC!;
+const groupId = process.env.GROUP_ID!;
+const prefix = process.env.TRANSACTIONAL_ID_PREFIX!;
+
+const toFahrenheit = (value: string): string =>
+  value.replace(/celsius=(-?\d+)/, (_, c: string) => `fahrenheit=${((Number(c) * 9) / 5 + 32).toFixed(1)}`);
+
+const consumer = kafka.consumer({ groupId, readUncommitted: false });
+const producers = new Map<number, Producer>();
+
+async function producerFor(partition: number): Promise<Producer> {
+  let producer = producers.get(partition);
+  if (!producer) {
+    producer = kafka.producer({ transactionalId: `${prefix}-${inputTopic}-${partition}`, idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    await (await producer.transaction()).abort();
+    producers.set(partition, producer);
+  }
+  return producer;
+}
+
+async function processBatch({ batch, resolveOffset, heartbeat }: EachBatchPayload) {
+  const producer = await producerFor(batch.partition);
+  const transaction = await producer.transaction();
+  try {
+    await transaction.send({
+      topic: outputTopic,
+      messages: batch.messages.map((m) => ({ key: m.key, value: toFahrenheit(m.value!.toString()) })),
+    });
+    await transaction.commit();
+  } catch (err) {
+    await transaction.abort().catch(() => {});
+    producers.delete(batch.partition);
+    await producer.disconnect().catch(() => {});
+    throw err;
+  }
+  // Too late: a crash right here leaves the outputs committed and the offsets not.
+  await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: (BigInt(batch.lastOffset()) + 1n).toString() }]);
+  resolveOffset(batch.lastOffset());
+  await heartbeat();
+}
+
+consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
+  const mine = new Set(payload.memberAssignment[inputTopic] ?? []);
+  for (const [partition, producer] of producers) {
+    if (!mine.has(partition)) {
+      producers.delete(partition);
+      void producer.disconnect().catch(() => {});
+    }
+  }
+});
+consumer.on(consumer.events.CRASH, ({ payload }) => {
+  if (!payload.restart) process.exit(1);
+});
+await consumer.connect();
+await consumer.subscribe({ topic: inputTopic, fromBeginning: true });
+await consumer.run({ autoCommit: false, eachBatchAutoResolve: false, eachBatch: processBatch });
+
+process.on('SIGTERM', async () => {
+  await consumer.disconnect();
+  await Promise.all([...producers.values()].map((p) => p.disconnect()));
+  process.exit(0);
+});

@@ -1,0 +1,54 @@
+// expect-fail: no-duplicates
+// One transactional.id per INSTANCE (TRANSACTIONAL_ID), as in a single-instance pipeline. It fences a
+// restarted copy of the same instance, but not an instance that was rebalanced away: when a frozen
+// instance wakes up, nobody has used its id, so its transaction (outputs and offsets of a batch the
+// new owner of the partition has already redone) commits. kafkajs's sendOffsets carries no group
+// generation, so the group coordinator accepts those offsets too.
+import { Kafka, type EachBatchPayload } from 'kafkajs';
+
+const kafka = new Kafka({ clientId: `fahrenheit-${process.env.INSTANCE_ID}`, brokers: process.env.KAFKA_BROKERS!.split(',') });
+const inputTopic = process.env.INPUT_TOPIC!;
+const outputTopic = process.env.OUTPUT_TOPIC!;
+const groupId = process.env.GROUP_ID!;
+
+const toFahrenheit = (value: string): string =>
+  value.replace(/celsius=(-?\d+)/, (_, c: string) => `fahrenheit=${((Number(c) * 9) / 5 + 32).toFixed(1)}`);
+
+const consumer = kafka.consumer({ groupId, readUncommitted: false });
+const producer = kafka.producer({ transactionalId: process.env.TRANSACTIONAL_ID!, idempotent: true, maxInFlightRequests: 1 });
+
+await producer.connect();
+await (await producer.transaction()).abort(); // fences a previous run of THIS instance only
+await consumer.connect();
+await consumer.subscribe({ topic: inputTopic, fromBeginning: true });
+
+async function processBatch({ batch, resolveOffset, heartbeat }: EachBatchPayload) {
+  const transaction = await producer.transaction();
+  try {
+    await transaction.send({
+      topic: outputTopic,
+      messages: batch.messages.map((m) => ({ key: m.key, value: toFahrenheit(m.value!.toString()) })),
+    });
+    await transaction.sendOffsets({
+      consumerGroupId: groupId,
+      topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: (BigInt(batch.lastOffset()) + 1n).toString() }] }],
+    });
+    await transaction.commit();
+  } catch (err) {
+    await transaction.abort().catch(() => {});
+    throw err;
+  }
+  resolveOffset(batch.lastOffset());
+  await heartbeat();
+}
+
+consumer.on(consumer.events.CRASH, ({ payload }) => {
+  if (!payload.restart) process.exit(1);
+});
+await consumer.run({ autoCommit: false, eachBatchAutoResolve: false, eachBatch: processBatch });
+
+process.on('SIGTERM', async () => {
+  await consumer.disconnect();
+  await producer.disconnect();
+  process.exit(0);
+});

@@ -1,0 +1,167 @@
+/**
+ * Grader features multi-stage labs rely on, on the real broker: a crash point aimed at the stage
+ * that writes one topic (FaultSpec.topic), and outputs matched with their input by origin (running
+ * totals), so a double-counted order is a duplicate and a wrong total a transform error.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { Admin } from 'kafkajs';
+import { labDefinitionSchema, type SeedRecord } from '../src/shared/lab.ts';
+import { compileProgram } from '../lab-server/runner/compile.ts';
+import { ProgramInstance } from '../lab-server/runner/program-instance.ts';
+import type { ChildEvent } from '../lab-server/runner/child/protocol.ts';
+import { verifyRun } from '../lab-server/runner/verify.ts';
+import type { SeededRecord } from '../lab-server/runner/seeder.ts';
+import { testKafka, uniqueName } from './support/kafka.ts';
+
+const kafka = testKafka('multi-stage-grading');
+const brokers = inject('brokers');
+let admin: Admin;
+
+async function newTopic(prefix: string, partitions = 1) {
+  const topic = uniqueName(prefix);
+  await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true });
+  return topic;
+}
+
+beforeAll(async () => {
+  admin = kafka.admin();
+  await admin.connect();
+});
+
+afterAll(async () => {
+  await admin.disconnect();
+});
+
+// Two "stages" in one process: each round commits a transaction to topic A, then one to topic B.
+const TWO_STAGES = `
+import { Kafka } from 'kafkajs';
+const kafka = new Kafka({ clientId: 'two-stages', brokers: process.env.KAFKA_BROKERS!.split(',') });
+const producer = kafka.producer({ transactionalId: process.env.TX!, idempotent: true, maxInFlightRequests: 1 });
+await producer.connect();
+await new Promise((r) => setTimeout(r, 800)); // the test arms its crash point meanwhile
+for (let round = 0; round < 3; round++) {
+  for (const [name, topic] of [['A', process.env.TOPIC_A!], ['B', process.env.TOPIC_B!]]) {
+    const txn = await producer.transaction();
+    await txn.send({ topic, messages: [{ key: 'k', value: name + round }] });
+    try {
+      await txn.commit();
+      console.log('committed ' + name + round);
+    } catch {
+      console.log('commit failed ' + name + round);
+      await txn.abort().catch(() => {});
+    }
+  }
+}
+await producer.disconnect();
+`;
+
+async function runArmed(topicFilter: 'A' | 'B' | null): Promise<{ lines: string[]; hits: ChildEvent[] }> {
+  const topics = { A: await newTopic('stage-a'), B: await newTopic('stage-b') };
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kafkaiq-test-'));
+  const compiled = await compileProgram(TWO_STAGES, dir);
+  const instance = new ProgramInstance('i1', 1, { kind: 'bundle', file: compiled.file, readDirs: compiled.readDirs, writeDir: dir }, {
+    KAFKA_BROKERS: brokers.join(','),
+    TOPIC_A: topics.A,
+    TOPIC_B: topics.B,
+    TX: uniqueName('two-stages-tx'),
+  });
+  const lines: string[] = [];
+  const hits: ChildEvent[] = [];
+  instance.on('line', (_stream, line) => lines.push(line));
+  instance.on('event', (e) => e.t === 'hit' && hits.push(e));
+  await new Promise((r) => setTimeout(r, 150));
+  instance.send({ t: 'arm', point: 'before:commit', action: 'error', occurrence: 1, ...(topicFilter ? { topic: topics[topicFilter] } : {}) });
+  await instance.exited;
+  fs.rmSync(dir, { recursive: true, force: true });
+  return { lines: lines.filter((l) => /^commit/.test(l)), hits };
+}
+
+describe('crash points aimed at one stage', () => {
+  it('without a topic, the first commit of any transaction is hit', async () => {
+    const { lines, hits } = await runArmed(null);
+    expect(hits).toHaveLength(1);
+    expect(lines[0]).toBe('commit failed A0');
+  }, 30_000);
+
+  it('with a topic, only a transaction that wrote to it is hit', async () => {
+    const { lines, hits } = await runArmed('B');
+    expect(hits).toHaveLength(1);
+    expect(lines.slice(0, 2)).toEqual(['committed A0', 'commit failed B0']);
+    expect(lines.filter((l) => l.startsWith('commit failed'))).toEqual(['commit failed B0']);
+  }, 30_000);
+});
+
+describe('outputs matched by origin', () => {
+  it('tells duplicates, wrong totals, aborted reads and losses apart for running totals', async () => {
+    const input = await newTopic('totals-in');
+    const output = await newTopic('totals-out');
+    // Orders o1..o4: o1, o2, o3 committed (o1, o2 for k1; o3 for k2), o4 aborted (k2).
+    const order = (index: number, key: string, committed: boolean): SeededRecord => ({
+      topic: 'in',
+      partition: 0,
+      key,
+      value: JSON.stringify({ orderId: `o${index}`, amount: 10 * index }),
+      index,
+      committed,
+      offset: index,
+    });
+    const inputs = [order(1, 'k1', true), order(2, 'k1', true), order(3, 'k2', true), order(4, 'k2', false)];
+    const total = (orderId: string, count: number, amount: number) => JSON.stringify({ orderId, count, amount });
+    const lab = labDefinitionSchema.parse({
+      title: 'running totals',
+      summary: 'count and amount per key, one output per order',
+      env: [{ name: 'KAFKA_BROKERS', description: 'x' }],
+      topics: [
+        { name: 'in', env: 'IN', partitions: 1, role: 'input', description: 'orders' },
+        { name: 'out', env: 'OUT', partitions: 1, role: 'output', description: 'totals' },
+      ],
+      seeds: [{ topic: 'in', records: 6 }],
+      transform: (r: SeedRecord, { committed }: { committed: readonly SeedRecord[] }) => {
+        const mine = committed.filter((c) => c.key === r.key && c.index < r.index).concat(r);
+        const amount = mine.reduce((n, c) => n + (JSON.parse(c.value) as { amount: number }).amount, 0);
+        return [{ topic: 'out', key: r.key, value: total((JSON.parse(r.value) as { orderId: string }).orderId, mine.length, amount) }];
+      },
+      origin: (o: { value: string }) => (JSON.parse(o.value) as { orderId?: string }).orderId ?? null,
+      faults: { full: [{ kind: 'kill' }], quick: [{ kind: 'kill' }] },
+      checks: ['no-loss', 'no-duplicates', 'no-aborted-reads', 'transform-correct'],
+    });
+
+    const producer = kafka.producer({ transactionalId: uniqueName('totals-writer'), idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    const txn = await producer.transaction();
+    await txn.send({
+      topic: output,
+      messages: [
+        { key: 'k1', value: total('o1', 1, 10) },
+        { key: 'k1', value: total('o2', 2, 30) },
+        { key: 'k1', value: total('o2', 3, 50) }, // o2 counted a second time
+        { key: 'k2', value: total('o4', 1, 40) }, // from the aborted order; o3's total is missing
+      ],
+    });
+    await txn.commit();
+    await producer.disconnect();
+
+    const { checks } = await verifyRun({
+      kafka,
+      brokers,
+      lab,
+      groupId: uniqueName('no-group'),
+      realTopic: (t) => (t === 'in' ? input : output),
+      inputs,
+      faults: [],
+      startedAt: Date.now(),
+    });
+    const check = (name: string) => checks.find((c) => c.name === name)!;
+    expect(check('no-duplicates')).toMatchObject({ passed: false, summary: expect.stringMatching(/^1 duplicate output records \(1 inputs/) });
+    expect(check('no-duplicates').evidence[0]).toContain('o2');
+    expect(check('transform-correct').passed).toBe(false);
+    expect(check('transform-correct').evidence).toHaveLength(1);
+    expect(check('transform-correct').evidence[0]).toMatch(/count\W+3.*should be.*count\W+2\W+amount\W+30/);
+    expect(check('no-aborted-reads')).toMatchObject({ passed: false, evidence: [expect.stringContaining('aborted input')] });
+    expect(check('no-loss').passed).toBe(false);
+    expect(check('no-loss').evidence).toEqual([expect.stringContaining('o3')]);
+  }, 30_000);
+});
