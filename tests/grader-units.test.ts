@@ -43,6 +43,22 @@ describe('fault plans', () => {
       }
     }
   });
+
+  it('puts coordinator kills last, so no later program kill restarts a program they left stuck', () => {
+    const withCoordinator = [
+      { kind: 'coordinator-kill' as const, at: ['before:commit' as const], instance: 1, occurrence: 1 },
+      ...specs,
+      { kind: 'coordinator-kill' as const, at: ['after:send' as const], instance: 1, occurrence: 1 },
+    ];
+    const orders = new Set<string>();
+    for (let seed = 0; seed < 50; seed++) {
+      const kinds = planFaults(withCoordinator, seed).faults.map((f) => f.kind);
+      expect(kinds.slice(-2)).toEqual(['coordinator-kill', 'coordinator-kill']);
+      expect(kinds[0]).not.toBe('broker-restart');
+      orders.add(planFaults(withCoordinator, seed).faults.map((f) => `${f.kind}@${f.crashPoint}`).join(','));
+    }
+    expect(orders.size).toBeGreaterThan(3);
+  });
 });
 
 describe('seeding', () => {

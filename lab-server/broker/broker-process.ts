@@ -124,6 +124,17 @@ export class BrokerProcess {
     if (this.isRunning(nodeId)) return;
     await this.assertPortsFree(node);
     this.spawnNode(node, findJava().command);
+    // Right after a kill the controller may still count the dead node (it is fenced only when its
+    // session times out), so "the cluster has every node" alone would pass at once: wait until
+    // this node answers on its own port too.
+    const deadline = Date.now() + this.readyTimeoutMs;
+    while (!(await isKafkaAt(`127.0.0.1:${node.port}`, 1_000))) {
+      this.assertAlive(nodeId);
+      if (Date.now() > deadline) {
+        throw new KafkaIqError('BROKER_START_FAILED', `Kafka node ${nodeId} did not answer within ${Math.round(this.readyTimeoutMs / 1000)} s of its restart: see ${displayPath(this.logPath(nodeId))}.`);
+      }
+      await sleep(200);
+    }
     await this.waitUntilReady();
   }
 
@@ -237,6 +248,18 @@ export class BrokerProcess {
       'log.segment.bytes': 16 * 1024 * 1024,
       'share.coordinator.state.topic.replication.factor': replicas,
       'share.coordinator.state.topic.min.isr': minIsr,
+      ...(replicas >= 3
+        ? {
+            // The failover labs SIGKILL a node. The controller moves its partition leaderships
+            // (the transaction coordinator's among them) only once it has fenced the node for
+            // missing heartbeats: 9 s by default, 3 s here.
+            'broker.heartbeat.interval.ms': 500,
+            'broker.session.timeout.ms': 3_000,
+            // No background leader moves: leaders change only when the grader kills a node,
+            // never at some unplanned moment of another attempt's grade.
+            'auto.leader.rebalance.enable': 'false',
+          }
+        : {}),
     };
     return Object.entries(props).map(([k, v]) => `${k}=${v}`).join('\n') + '\n';
   }
@@ -350,6 +373,14 @@ function classDataSharingFlags(nodeId: number): string[] {
   if (fs.existsSync(archive)) return [`-XX:SharedArchiveFile=${archive}`, '-Xshare:auto'];
   // One writer only: the nodes of a cluster would race on the same file.
   return nodeId === 1 ? [`-XX:ArchiveClassesAtExit=${archive}`] : [];
+}
+
+/**
+ * First port of KafkaIQ's 3-node cluster (the failover labs): right above the single broker's,
+ * 9095-9097 by default, so both can run side by side.
+ */
+export function defaultClusterBasePort(): number {
+  return defaultBrokerPort() + 3;
 }
 
 /** 9092 unless KAFKAIQ_BROKER_PORT moves KafkaIQ's own broker (e.g. when 9092 is taken). */

@@ -89,8 +89,14 @@ function remoteControl(file: string): BrokerControl | null {
  * The one way every entry point gets a Kafka: KAFKA_BROKERS if set; otherwise a KafkaIQ broker
  * already running on the default port; otherwise a new one owned by this process.
  */
-export async function connectCluster(options: BrokerOptions & { startIfMissing?: boolean } = {}): Promise<KafkaCluster> {
-  const external = process.env.KAFKA_BROKERS?.trim();
+export async function connectCluster(
+  options: BrokerOptions & {
+    startIfMissing?: boolean;
+    /** The bootstrap list to use instead of KAFKA_BROKERS ('' for none); see ClusterPool. */
+    external?: string;
+  } = {},
+): Promise<KafkaCluster> {
+  const external = (options.external ?? process.env.KAFKA_BROKERS)?.trim();
   if (external) {
     const brokers = external.split(',').map((b) => b.trim()).filter(Boolean);
     if (!(await isKafkaAt(brokers[0]!))) {
@@ -121,7 +127,7 @@ export async function connectCluster(options: BrokerOptions & { startIfMissing?:
     if (Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 500));
   } while (Date.now() < deadline);
   if (options.startIfMissing === false) {
-    throw new KafkaIqError('BROKER_UNREACHABLE', `No Kafka at ${broker.brokers[0]}: run 'npm run broker' or set KAFKA_BROKERS.`);
+    throw new KafkaIqError('BROKER_UNREACHABLE', `No Kafka at ${broker.brokers[0]}: run 'npm run broker${broker.nodes.length > 1 ? ' -- --cluster' : ''}' or set KAFKA_BROKERS.`);
   }
   await broker.start();
   const stopServing = await serveControl(broker);

@@ -5,6 +5,7 @@
  * The learners' programs still see every restart, as they would in production.
  */
 export class MaintenanceLock {
+  private recovering: Promise<void> | null = null;
   private shared = 0;
   private exclusive: Promise<void> | null = null;
   private waiters: Array<() => void> = [];
@@ -18,6 +19,24 @@ export class MaintenanceLock {
       this.shared--;
       if (this.shared === 0) for (const wake of this.waiters.splice(0)) wake();
     }
+  }
+
+  /**
+   * A node killed by a fault comes back in the background while the attempts go on with the
+   * others (min.insync.replicas 2 of 3 keeps them writing). Whatever needs every node (creating
+   * topics with replication factor 3, the next node kill, a restart) waits for it with whenWhole().
+   */
+  recover(start: Promise<void>): void {
+    const recovering: Promise<void> = start.finally(() => {
+      if (this.recovering === recovering) this.recovering = null;
+    });
+    this.recovering = recovering;
+    recovering.catch(() => {}); // reported by whoever awaits whenWhole()
+  }
+
+  /** Resolves once no node is coming back; rejects if the last node start failed. */
+  async whenWhole(): Promise<void> {
+    while (this.recovering) await this.recovering;
   }
 
   async withExclusive<T>(fn: () => Promise<T>): Promise<T> {
@@ -34,5 +53,19 @@ export class MaintenanceLock {
   }
 }
 
-/** One per process: attempts in one process share one broker. */
-export const brokerMaintenance = new MaintenanceLock();
+const lockByCluster = new Map<string, MaintenanceLock>();
+
+/**
+ * The lock of one cluster (by its bootstrap list), one per process: attempts in one process share
+ * it. A node killed on the 3-node cluster of a failover lab must not hold up the grades running
+ * on the single broker, and vice versa.
+ */
+export function maintenanceFor(brokers: readonly string[]): MaintenanceLock {
+  const key = [...brokers].sort().join(',');
+  let lock = lockByCluster.get(key);
+  if (!lock) {
+    lock = new MaintenanceLock();
+    lockByCluster.set(key, lock);
+  }
+  return lock;
+}

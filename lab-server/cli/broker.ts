@@ -1,9 +1,10 @@
 /**
  * `npm run broker`: the teaching broker in the foreground. Ctrl-C stops it cleanly.
- * `npm run broker -- --cluster` starts the 3-node cluster used by the failover labs instead.
+ * `npm run broker -- --cluster` starts the 3-node cluster used by the failover labs instead
+ * (127.0.0.1:9095-9097 by default: KAFKAIQ_BROKER_PORT + 3).
  */
 import { parseArgs } from 'node:util';
-import { BrokerProcess } from '../broker/broker-process.ts';
+import { BrokerProcess, defaultClusterBasePort } from '../broker/broker-process.ts';
 import { serveControl } from '../broker/cluster.ts';
 import { describeError, KafkaIqError } from '../core/errors.ts';
 import { displayPath } from '../core/paths.ts';
@@ -11,7 +12,8 @@ import { displayPath } from '../core/paths.ts';
 const { values } = parseArgs({ options: { cluster: { type: 'boolean', default: false }, port: { type: 'string' } } });
 const broker = new BrokerProcess({
   nodes: values.cluster ? 3 : 1,
-  basePort: values.port ? Number(values.port) : undefined,
+  // The cluster sits 3 ports above the single broker (9095-9097 by default), so both can run.
+  basePort: values.port ? Number(values.port) : values.cluster ? defaultClusterBasePort() : undefined,
   log: (line) => console.log(line),
 });
 

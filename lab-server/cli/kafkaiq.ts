@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { connectCluster, type KafkaCluster } from '../broker/cluster.ts';
+import { ClusterPool } from '../broker/cluster-pool.ts';
 import { describeError, KafkaIqError } from '../core/errors.ts';
 import { listLabIds, loadLab } from '../labs/load-lab.ts';
 import { scaffoldLab } from '../labs/scaffold.ts';
@@ -65,10 +65,16 @@ async function main(argv: string[]): Promise<number> {
   }
   if (command !== 'grade' && command !== 'check') throw new KafkaIqError('INVALID_INPUT', `Unknown command "${command}".\n${USAGE}`);
 
-  const cluster: KafkaCluster = await connectCluster({ log: (l) => console.error(l) });
+  // Each lab gets the cluster it declares; a 3-node cluster starts only if a lab needs one.
+  const clusters = new ClusterPool({ log: (l) => console.error(l) });
   try {
     if (command === 'check') {
-      const results = await checkLabs(rest.length ? rest : listLabIds(), cluster, {
+      const labIds = rest.length ? rest : listLabIds();
+      // Connect (or start) every cluster the labs need before grading, so a broker that cannot
+      // start is one clear error (exit 2), not a column of failed fixtures.
+      const kinds = new Set((await Promise.all(labIds.map((id) => loadLab(id)))).map((l) => l.definition.cluster));
+      for (const kind of kinds) await clusters.get(kind);
+      const results = await checkLabs(labIds, clusters, {
         quick: values.quick,
         parallel: values.parallel ? Number(values.parallel) : undefined,
         log: (l) => console.log(l),
@@ -86,6 +92,8 @@ async function main(argv: string[]): Promise<number> {
     }
     const seed = values.seed === undefined ? undefined : Number(values.seed);
     if (seed !== undefined && !Number.isInteger(seed)) throw new KafkaIqError('INVALID_INPUT', `--seed must be an integer, got "${values.seed}"`);
+    if (lab.definition.cluster === 'three-nodes' && !clusters.isReady('three-nodes')) console.error(`${labId} runs on a 3-broker cluster: connecting to it (or starting it, about 20 s)...`);
+    const cluster = await clusters.get(lab.definition.cluster);
     const attempt = createAttempt({
       lab,
       program,
@@ -101,7 +109,7 @@ async function main(argv: string[]): Promise<number> {
     console.log(values.json ? JSON.stringify(report, null, 2) : formatReport(report));
     return report.verdict === 'pass' ? 0 : report.verdict === 'error' ? 2 : 1;
   } finally {
-    await cluster.close();
+    await clusters.close();
   }
 }
 

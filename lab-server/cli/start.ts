@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { connectCluster } from '../broker/cluster.ts';
+import { ClusterPool } from '../broker/cluster-pool.ts';
 import { describeError, KafkaIqError } from '../core/errors.ts';
 import { ROOT_DIR } from '../core/paths.ts';
 import { createLabSession } from '../runner/lab-session.ts';
@@ -46,7 +46,9 @@ async function main(): Promise<void> {
   const host = process.env.HOST ?? '127.0.0.1';
   if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new KafkaIqError('INVALID_INPUT', `PORT must be a port number, got "${process.env.PORT}".`);
 
-  const cluster = await connectCluster({ log: (line) => console.log(line) });
+  // The single broker now; the 3-node cluster of the failover labs when a learner first needs it.
+  const clusters = new ClusterPool({ log: (line) => console.log(line) });
+  const cluster = await clusters.get('single');
   const origin = { external: 'using KAFKA_BROKERS', reused: 'using the KafkaIQ broker already running', started: 'started' }[cluster.origin];
   console.log(`Kafka: ${cluster.brokers.join(',')} (${origin})`);
   try {
@@ -56,7 +58,7 @@ async function main(): Promise<void> {
       port,
       host,
       staticDir: DIST,
-      createSession: (options) => createLabSession({ ...options, cluster }),
+      createSession: (options) => createLabSession({ ...options, cluster, clusters }),
       store,
       cluster: { brokers: cluster.brokers.join(','), brokerFaults: cluster.control !== null },
     }).catch((err: NodeJS.ErrnoException) => {
@@ -68,13 +70,13 @@ async function main(): Promise<void> {
       console.log('\nStopping...');
       await server.close();
       store.close();
-      await cluster.close();
+      await clusters.close();
       process.exit(0);
     };
     process.once('SIGINT', shutdown);
     process.once('SIGTERM', shutdown);
   } catch (err) {
-    await cluster.close();
+    await clusters.close();
     throw err;
   }
 }

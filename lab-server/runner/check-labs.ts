@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import type { KafkaCluster } from '../broker/cluster.ts';
+import { asClusterSource, type ClusterHandle, type ClusterSource } from '../broker/cluster-pool.ts';
 import { describeError } from '../core/errors.ts';
 import { loadLab } from '../labs/load-lab.ts';
 import type { CheckName, GradeReport } from '../../src/shared/report.ts';
@@ -17,13 +17,15 @@ export interface FixtureResult {
 
 const silent: SessionListener = { output: () => {}, diagnostics: () => {}, progress: () => {}, state: () => {}, fault: () => {} };
 
+/** Grades one program on the cluster its lab declares (`clusters` may be one fixed cluster). */
 export async function gradeProgram(
-  cluster: KafkaCluster,
+  clusters: ClusterSource | ClusterHandle,
   labId: string,
   program: ProgramInput,
   options: { quick?: boolean; seed?: number; listener?: SessionListener } = {},
 ): Promise<GradeReport> {
   const lab = await loadLab(labId);
+  const cluster = await asClusterSource(clusters).get(lab.definition.cluster);
   const attempt = createAttempt({
     lab,
     program,
@@ -82,7 +84,7 @@ export function judgeFixture(fixture: Fixture, report: GradeReport): { ok: boole
  */
 export async function checkLabs(
   labIds: string[],
-  cluster: KafkaCluster,
+  clusters: ClusterSource | ClusterHandle,
   options: { quick?: boolean; parallel?: number; log?: (line: string) => void } = {},
 ): Promise<FixtureResult[]> {
   const log = options.log ?? (() => {});
@@ -99,10 +101,10 @@ export async function checkLabs(
         // A program that must fail is first graded with the lab's short plan: when that already
         // catches it on the named check, the full plan has nothing left to prove and CI saves
         // half the time. Otherwise (and always for programs that must pass) the full plan decides.
-        let report = await gradeProgram(cluster, fixture.lab, fixture.input, { quick: options.quick || fixture.expect === 'fail' });
+        let report = await gradeProgram(clusters, fixture.lab, fixture.input, { quick: options.quick || fixture.expect === 'fail' });
         ({ ok, got } = judgeFixture(fixture, report));
         if (!ok && fixture.expect === 'fail' && !options.quick) {
-          report = await gradeProgram(cluster, fixture.lab, fixture.input, {});
+          report = await gradeProgram(clusters, fixture.lab, fixture.input, {});
           ({ ok, got } = judgeFixture(fixture, report));
         } else if (fixture.expect === 'fail' && !options.quick) got += ' [quick plan]';
         if (!ok) got += `: ${report.message}`;

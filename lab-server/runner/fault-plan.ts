@@ -35,7 +35,7 @@ export interface FaultPlan {
 /**
  * Every fault of the lab's list fires once; the seed decides their order, which of the allowed
  * crash points each one uses and on which occurrence. Broker restarts never come first, so the
- * program has made progress before the slowest fault.
+ * program has made progress before the slowest fault; coordinator kills always come last.
  */
 export function planFaults(specs: FaultSpec[], seed: number): FaultPlan {
   const random = seededRandom(seed);
@@ -52,9 +52,13 @@ export function planFaults(specs: FaultSpec[], seed: number): FaultPlan {
     const j = Math.floor(random() * (i + 1));
     [faults[i], faults[j]] = [faults[j]!, faults[i]!];
   }
-  const brokerFirst = faults[0]?.kind === 'broker-restart' && faults.length > 1;
-  if (brokerFirst) faults.push(faults.shift()!);
-  return { seed, faults };
+  // Coordinator kills come last (in their seeded order). A program that cannot recover from one
+  // is left stuck, alive and idle, and a later kill of the program would restart it and hide that.
+  const last = faults.filter((f) => f.kind === 'coordinator-kill');
+  const rest = faults.filter((f) => f.kind !== 'coordinator-kill');
+  const brokerFirst = rest[0]?.kind === 'broker-restart' && rest.length > 1;
+  if (brokerFirst) rest.push(rest.shift()!);
+  return { seed, faults: [...rest, ...last] };
 }
 
 export function randomSeed(): number {

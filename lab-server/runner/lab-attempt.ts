@@ -9,8 +9,9 @@ import { describeError, KafkaIqError } from '../core/errors.ts';
 import { ROOT_DIR } from '../core/paths.ts';
 import { retry } from '../core/retry.ts';
 import { createKafka } from '../kafka/client.ts';
+import { findTransactionCoordinator, TRANSACTION_STATE_TOPIC, waitForFullIsr } from '../kafka/coordinator.ts';
+import { maintenanceFor, type MaintenanceLock } from '../broker/maintenance.ts';
 import { OffsetsProbe, type PartitionOffsets } from '../kafka/inspect.ts';
-import { brokerMaintenance } from '../broker/maintenance.ts';
 import type { LoadedLab } from '../labs/load-lab.ts';
 import type { ArmAction, ChildEvent } from './child/protocol.ts';
 import { DEFAULTS_ENV } from './child/protocol.ts';
@@ -54,6 +55,12 @@ type AimedHit = ChildEvent & { t: 'hit'; aimedAt?: string };
 const MAX_SELF_RESTARTS = 15;
 const HIT_TIMEOUT_MS = 5_000;
 const QUIET_MS = 6_000;
+/**
+ * How long the grader waits before starting a killed coordinator's broker again. The node is down
+ * for longer than that (a broker JVM takes several seconds to start), and the controller moves its
+ * leaderships after broker.session.timeout.ms (3 s) or when the restarted node registers again.
+ */
+const COORDINATOR_DOWN_MS = 2_000;
 const STOP_GRACE_MS = 8_000;
 /** Multi-stage labs: how long the later stages' topics must stay unchanged before verifying. */
 const PIPELINE_QUIET_MS = 1_000;
@@ -66,6 +73,8 @@ export class LabAttempt {
   readonly namespace: string;
   readonly groupId: string;
   private readonly kafka: Kafka;
+  /** Serialises broker faults with the grader's own Kafka work, per cluster. */
+  private readonly maintenance: MaintenanceLock;
   private readonly lab: LoadedLab;
   private readonly sink: OutputSink;
   private readonly workDir: string;
@@ -96,6 +105,7 @@ export class LabAttempt {
     this.namespace = options.namespace;
     this.groupId = `${options.namespace}-group`;
     this.kafka = createKafka(options.brokers, `kafkaiq-grader-${options.namespace}`);
+    this.maintenance = maintenanceFor(options.brokers);
     this.workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kafkaiq-'));
     this.sink = new OutputSink((instance, stream, line) => options.listener.output(instance, stream, line), this.workDir);
     this.writer = new InputWriter(this.kafka, `${options.namespace}-seeder`, (t) => this.realTopic(t));
@@ -137,7 +147,7 @@ export class LabAttempt {
       // output sooner (the seed takes about as long as a Node start and a group join).
       for (let i = 1; i <= this.lab.definition.instances; i++) this.startSlot(i);
       this.phase = 'running';
-      await brokerMaintenance.withShared(() => this.writer.write(planSeedTransactions(this.lab.definition)));
+      await this.maintenance.withShared(() => this.writer.write(planSeedTransactions(this.lab.definition)));
       this.mark('wave', 'grader', 'all input written');
       await Promise.race([this.stopSignal, sleep(this.limitMs, undefined, { ref: false })]);
       if (this.elapsed() >= this.limitMs) this.sink.system(`Run stopped after its limit of ${Math.round(this.limitMs / 60_000)} min.`);
@@ -225,7 +235,7 @@ export class LabAttempt {
     this.phase = 'verifying';
     this.emitProgress();
     this.sink.system(`All instances stopped at +${(this.elapsed() / 1000).toFixed(1)} s; verifying the output as a read_committed consumer would see it.`);
-    const verification = await brokerMaintenance.withShared(() => verifyRun({
+    const verification = await this.maintenance.withShared(() => verifyRun({
       kafka: this.kafka,
       brokers: this.options.brokers,
       lab: this.lab.definition,
@@ -324,8 +334,31 @@ export class LabAttempt {
     }
     this.phase = 'preparing';
     this.emitProgress();
-    await brokerMaintenance.withShared(() => this.createTopics());
+    // Replication factor 3 needs every node: one killed by a fault may still be coming back
+    // (started by this process, or by another on the same cluster).
+    await this.maintenance.whenWhole();
+    await this.waitForAllBrokers();
+    await this.maintenance.withShared(() => this.createTopics());
     await this.writer.connect();
+  }
+
+  private async waitForAllBrokers(): Promise<void> {
+    const control = this.options.control;
+    if (!control) return;
+    const want = (await control.nodeIds()).length;
+    if (want < 2) return;
+    const admin = this.kafka.admin();
+    const deadline = Date.now() + 180_000;
+    try {
+      await admin.connect();
+      while (Date.now() < deadline) {
+        const { brokers } = await admin.describeCluster().catch(() => ({ brokers: [] as unknown[] }));
+        if (brokers.length >= want) return;
+        await sleep(500);
+      }
+    } finally {
+      await admin.disconnect().catch(() => {});
+    }
   }
 
   private async createTopics(): Promise<void> {
@@ -444,7 +477,7 @@ export class LabAttempt {
 
   private async writeWave(wave: SeedTransaction[]): Promise<void> {
     if (!wave.length) return;
-    await brokerMaintenance.withShared(() => this.writer.write(wave));
+    await this.maintenance.withShared(() => this.writer.write(wave));
     this.mark('wave', 'grader', `${wave.reduce((n, t) => n + t.records.length, 0)} records`);
   }
 
@@ -652,11 +685,79 @@ export class LabAttempt {
         const open = this.source?.kind === 'command' ? await this.brokerSaysTransactionOpen() : [...this.slots.values()].some((s) => s.txnOpen);
         this.recordFault(fault, 'broker', null, open, 'every broker stops cleanly and starts again');
         const restartStarted = Date.now();
-        await brokerMaintenance.withExclusive(() => this.options.control!.restart());
+        await this.maintenance.withExclusive(async () => {
+          await this.maintenance.whenWhole();
+          await this.options.control!.restart();
+        });
         this.sink.system(`broker is back after ${((Date.now() - restartStarted) / 1000).toFixed(1)} s`);
         return;
       }
+      case 'coordinator-kill':
+        return this.killCoordinator(slot, fault, wave);
     }
+  }
+
+  /**
+   * SIGKILL the broker that coordinates the instance's transactions while the program is held at
+   * its crash point (a transaction open), let the program go on against the failover (the
+   * coordinator moves to another replica of __transaction_state once the controller fences the
+   * dead node), then start the node again. The whole window holds the cluster's maintenance lock
+   * exclusively: other attempts on this cluster do not create topics or verify with a node down.
+   */
+  private async killCoordinator(slot: Slot, fault: PlannedFault, wave: SeedTransaction[]): Promise<void> {
+    // A node killed by an earlier fault must be back first; wait before arming, so the program is
+    // not held at its crash point (its transaction open) for the length of a broker start.
+    await this.maintenance.whenWhole();
+    const { instance, event } = await this.armAndWrite(slot, fault, 'pause', wave);
+    const control = this.options.control;
+    const open = event ? null : this.source?.kind === 'command' ? await this.brokerSaysTransactionOpen() : slot.txnOpen;
+    if (!control) {
+      instance.resume();
+      this.recordFault(fault, 'broker', event, open, 'skipped: the cluster is external (KAFKA_BROKERS), so no broker is killed');
+      return;
+    }
+    const transactionalId = this.env(slot.slot).TRANSACTIONAL_ID!;
+    await this.maintenance.withExclusive(async () => {
+      let coordinator;
+      try {
+        // Another attempt on this cluster may have killed a node meanwhile.
+        await this.maintenance.whenWhole();
+        coordinator = await findTransactionCoordinator(this.options.brokers, transactionalId);
+      } catch (err) {
+        instance.resume();
+        throw err;
+      }
+      const nodes = await control.nodeIds();
+      if (nodes.length < 3) {
+        instance.resume();
+        this.recordFault(fault, 'broker', event, open, `skipped: the cluster has ${nodes.length} broker(s), and killing the coordinator needs 3`);
+        return;
+      }
+      const where = coordinator.partition >= 0 ? ` (leader of ${TRANSACTION_STATE_TOPIC}-${coordinator.partition})` : '';
+      this.recordFault(
+        fault,
+        `broker-${coordinator.nodeId}`,
+        event,
+        open,
+        `SIGKILL of broker ${coordinator.nodeId}, the transaction coordinator of ${instance.id}${where}; it starts again ${COORDINATOR_DOWN_MS / 1000} s later`,
+      );
+      await control.killNode(coordinator.nodeId);
+      // The program goes on at once: its next transactional call meets the dead coordinator.
+      instance.resume();
+      await sleep(COORDINATOR_DOWN_MS);
+      // The node comes back in the background while the program works on with two brokers; the
+      // next fault that needs all three (and topic creation, and verification) waits for it.
+      const started = Date.now();
+      const nodeId = coordinator.nodeId;
+      this.maintenance.recover(
+        (async () => {
+          await control.startNode(nodeId);
+          // Back in every ISR: the next node loss must still leave 2 in-sync replicas everywhere.
+          const inSync = await waitForFullIsr(this.options.brokers, 30_000);
+          if (!this.stopping) this.sink.system(`broker ${nodeId} is back${inSync ? ' and in sync' : ' (some replicas still catching up)'} after ${((Date.now() - started) / 1000).toFixed(1)} s`);
+        })(),
+      );
+    });
   }
 
   /** Multi-instance labs: waits until the group is Stable with one member per running slot. */
@@ -904,7 +1005,10 @@ export class LabAttempt {
       case 'broker-restart':
         if (!this.options.control) throw new KafkaIqError('INVALID_INPUT', 'This server uses an external cluster (KAFKA_BROKERS): it cannot restart the broker.');
         fault('broker-restart', 'broker', 'restarted by you');
-        await brokerMaintenance.withExclusive(() => this.options.control!.restart());
+        await this.maintenance.withExclusive(async () => {
+          await this.maintenance.whenWhole();
+          await this.options.control!.restart();
+        });
         this.sink.system('broker is back');
         return;
     }

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Kafka } from 'kafkajs';
 import type { ConsumedRecord, InspectCommand, InspectResult } from '../../src/shared/messages.ts';
 import type { GradeReport } from '../../src/shared/report.ts';
+import { fixedClusters, type ClusterHandle, type ClusterKind, type ClusterSource } from '../broker/cluster-pool.ts';
 import type { KafkaCluster } from '../broker/cluster.ts';
 import { KafkaIqError } from '../core/errors.ts';
 import { createKafka } from '../kafka/client.ts';
@@ -16,7 +17,10 @@ const MAX_CONSUMED = 500;
 export interface LabSessionOptions {
   sessionId: string;
   listener: SessionListener;
+  /** The cluster of labs that declare `cluster: 'single'` (and of every lab without `clusters`). */
   cluster: Pick<KafkaCluster, 'brokers' | 'control'>;
+  /** Where labs that declare another cluster (the 3-node failover labs) get theirs, on first use. */
+  clusters?: ClusterSource;
 }
 
 /**
@@ -26,7 +30,12 @@ export interface LabSessionOptions {
 export class LabSession implements LabSessionApi {
   private readonly prefix: string;
   private readonly kafka: Kafka;
+  private readonly kafkaClientId: string;
   private attempts = 0;
+  /** The cluster of the latest attempt: inspection commands look there. */
+  private latestCluster: { brokers: string[]; kafka: Kafka } | null = null;
+  /** True while begin() waits for a cluster (the 3-node one may take a while to start). */
+  private beginning = false;
   private current: { attempt: Attempt; done: Promise<unknown>; mode: AttemptMode } | null = null;
   private latest: Attempt | null = null;
 
@@ -35,29 +44,59 @@ export class LabSession implements LabSessionApi {
     // salt so a server restart never reuses a namespace.
     const digest = createHash('sha256').update(options.sessionId).digest('hex').slice(0, 8);
     this.prefix = `kiq-${digest}${randomBytes(2).toString('hex')}`;
-    this.kafka = createKafka(options.cluster.brokers, `kafkaiq-session-${digest}`);
+    this.kafkaClientId = `kafkaiq-session-${digest}`;
+    this.kafka = createKafka(options.cluster.brokers, this.kafkaClientId);
   }
 
   private async begin(labId: string, code: string, mode: AttemptMode, seed?: number): Promise<Attempt> {
     if (this.current) {
       throw new KafkaIqError('BUSY', `A ${this.current.mode === 'run' ? 'run' : 'grade'} is still going: stop it first (Stop button or 'stop').`);
     }
-    const lab = await loadLab(labId);
+    if (this.beginning) throw new KafkaIqError('BUSY', 'The previous run or grade is still starting: wait a moment.');
+    let cluster: ClusterHandle;
+    let lab;
+    this.beginning = true;
+    try {
+      lab = await loadLab(labId);
+      cluster = await this.clusterFor(lab.definition.cluster);
+    } finally {
+      this.beginning = false;
+    }
     const previous = this.latest;
     this.attempts++;
     const attempt = createAttempt({
       lab,
       program: { kind: 'code', code },
-      brokers: this.options.cluster.brokers,
-      control: this.options.cluster.control,
+      brokers: cluster.brokers,
+      control: cluster.control,
       namespace: `${this.prefix}-${this.attempts}`,
       mode,
       seed,
       listener: this.options.listener,
     });
     this.latest = attempt;
+    this.latestCluster =
+      cluster.brokers.join(',') === this.options.cluster.brokers.join(',') ? null : { brokers: cluster.brokers, kafka: createKafka(cluster.brokers, this.kafkaClientId) };
     void previous?.deleteTopics();
     return attempt;
+  }
+
+  private async clusterFor(kind: ClusterKind): Promise<ClusterHandle> {
+    if (kind === 'single') return this.options.cluster;
+    const source = this.options.clusters ?? fixedClusters(this.options.cluster);
+    if (source.isReady && !source.isReady(kind)) {
+      this.options.listener.output('grader', 'system', 'This lab runs on a 3-broker cluster: connecting to it, or starting it (about 20 s, once per server)...');
+    }
+    return source.get(kind);
+  }
+
+  /** Brokers and client of the latest attempt's cluster. */
+  private get brokers(): string[] {
+    return this.latestCluster?.brokers ?? this.options.cluster.brokers;
+  }
+
+  private get client(): Kafka {
+    return this.latestCluster?.kafka ?? this.kafka;
   }
 
   async run(labId: string, code: string): Promise<void> {
@@ -108,12 +147,12 @@ export class LabSession implements LabSessionApi {
   }
 
   async inspect(command: InspectCommand): Promise<InspectResult> {
-    const brokers = this.options.cluster.brokers;
+    const brokers = this.brokers;
     switch (command.what) {
       case 'topics': {
         const attempt = this.latest;
         if (!attempt) return { what: 'topics', topics: [] };
-        const admin = this.kafka.admin();
+        const admin = this.client.admin();
         await admin.connect();
         try {
           const env = attempt.topicEnv();
@@ -133,7 +172,7 @@ export class LabSession implements LabSessionApi {
       case 'offsets': {
         const topic = this.resolveTopic(command.topic);
         const probe = new OffsetsProbe(brokers);
-        const admin = this.kafka.admin();
+        const admin = this.client.admin();
         try {
           await admin.connect();
           const offsets = await probe.offsets(topic);
@@ -161,7 +200,7 @@ export class LabSession implements LabSessionApi {
    * transactions, records of still-open ones, and the offsets taken by commit/abort markers.
    */
   private async consume(topic: string, isolation: 'read_committed' | 'read_uncommitted'): Promise<{ records: ConsumedRecord[]; truncated: boolean }> {
-    const brokers = this.options.cluster.brokers;
+    const brokers = this.brokers;
     const probe = new OffsetsProbe(brokers);
     let offsets;
     try {
@@ -169,8 +208,8 @@ export class LabSession implements LabSessionApi {
     } finally {
       await probe.close();
     }
-    const committed = await readTopic(this.kafka, brokers, topic, { isolation: 'read_committed', timeoutMs: 5_000 });
-    const uncommitted = await readTopic(this.kafka, brokers, topic, { isolation: 'read_uncommitted', timeoutMs: 5_000 });
+    const committed = await readTopic(this.client, brokers, topic, { isolation: 'read_committed', timeoutMs: 5_000 });
+    const uncommitted = await readTopic(this.client, brokers, topic, { isolation: 'read_uncommitted', timeoutMs: 5_000 });
     const committedAt = new Set(committed.records.map((r) => `${r.partition}/${r.offset}`));
     const records: ConsumedRecord[] = [];
     for (const p of offsets) {

@@ -26,7 +26,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Consumer, Kafka, Producer, Transaction } from 'kafkajs';
 import type { MonitorSpec } from '../../src/shared/lab.ts';
 import { REPORT_VERSION, type FaultRecord, type GradeReport, type TimelineEvent, type Verdict } from '../../src/shared/report.ts';
-import { brokerMaintenance } from '../broker/maintenance.ts';
+import { maintenanceFor } from '../broker/maintenance.ts';
 import { describeError, KafkaIqError } from '../core/errors.ts';
 import { ROOT_DIR } from '../core/paths.ts';
 import { retry } from '../core/retry.ts';
@@ -255,7 +255,7 @@ export class MonitorAttempt implements Attempt {
     this.phase = 'running';
     // While the scenario runs, no other attempt in this process restarts the broker under it:
     // the timing of the alerts is what is graded.
-    await brokerMaintenance.withShared(async () => {
+    await maintenanceFor(this.options.brokers).withShared(async () => {
       this.startWorkload();
       const cycle = settled(this.prepareCycle(this.incidentsPlanned));
       await this.waitForMonitor();
@@ -400,7 +400,7 @@ export class MonitorAttempt implements Attempt {
     }
     this.phase = 'preparing';
     this.emitProgress();
-    await brokerMaintenance.withShared(async () => {
+    await maintenanceFor(this.options.brokers).withShared(async () => {
       const stateOffsets = await this.createTopics();
       await this.startGraderConsumer(stateOffsets);
     });
@@ -957,7 +957,7 @@ export class MonitorAttempt implements Attempt {
       case 'broker-restart':
         if (!this.options.control) throw new KafkaIqError('INVALID_INPUT', 'This server uses an external cluster (KAFKA_BROKERS): it cannot restart the broker.');
         record('broker-restart', 'broker', 'restarted by you');
-        await brokerMaintenance.withExclusive(() => this.options.control!.restart());
+        await maintenanceFor(this.options.brokers).withExclusive(() => this.options.control!.restart());
         this.sink.system('broker is back');
         return;
     }

@@ -23,7 +23,7 @@ import type { LabDefinition, ThroughputSpec } from '../../src/shared/lab.ts';
 import type { CheckResult } from '../../src/shared/report.ts';
 import { describeError, KafkaIqError } from '../core/errors.ts';
 import { retry } from '../core/retry.ts';
-import { brokerMaintenance } from '../broker/maintenance.ts';
+import { maintenanceFor } from '../broker/maintenance.ts';
 import type { LoadedLab } from '../labs/load-lab.ts';
 import { compileProgram } from './compile.ts';
 import { ProgramInstance, type ProgramSource } from './program-instance.ts';
@@ -280,7 +280,7 @@ export async function measureThroughput(ctx: ThroughputContext): Promise<Through
     `Throughput: timing the baseline program and yours side by side, each on a burst of ${total} records committed in one transaction (topics of their own, no faults); yours must reach ${spec.minSpeedup}x the baseline's records/s.`,
   );
   // No broker restart of a parallel attempt may land inside a timing: hold the shared lease.
-  return brokerMaintenance.withShared(async () => {
+  return maintenanceFor(ctx.brokers).withShared(async () => {
     try {
       await admin.connect();
       await retry(

@@ -1,0 +1,179 @@
+/**
+ * The Kafka clusters a process may need, by the kind a lab declares (`cluster` in lab.ts):
+ *  - 'single': the teaching broker (KAFKA_BROKERS, or KafkaIQ's own on KAFKAIQ_BROKER_PORT, 9092);
+ *  - 'three-nodes': a 3-broker cluster for the failover labs (KAFKA_BROKERS if it has at least 3
+ *    brokers, else KafkaIQ's own on the next three ports, 9095-9097 by default).
+ * Each is connected (reused, or started and owned by this process) on first use only, so a
+ * process that never grades a three-nodes lab never pays for three JVMs.
+ *
+ * Test runs start clusters once for the whole run: vitest's global setup owns the pool and serves
+ * it on a loopback HTTP endpoint (KAFKAIQ_CLUSTER_POOL); the pools of the test workers (and of a
+ * course server they spawn) ask it, so the first file that needs the 3-node cluster starts it in
+ * the long-lived process and every later file reuses it.
+ */
+import http from 'node:http';
+import { KafkaIqError, describeError } from '../core/errors.ts';
+import { createKafka } from '../kafka/client.ts';
+import { defaultClusterBasePort, type BrokerOptions } from './broker-process.ts';
+import { connectCluster, type KafkaCluster } from './cluster.ts';
+
+export type ClusterKind = 'single' | 'three-nodes';
+
+export const CLUSTER_KINDS: readonly ClusterKind[] = ['single', 'three-nodes'];
+
+/** What a grade needs of a cluster. */
+export type ClusterHandle = Pick<KafkaCluster, 'brokers' | 'control'>;
+
+/** Where graders get a cluster for a lab: a ClusterPool, or one fixed cluster (see fixedClusters). */
+export interface ClusterSource {
+  get(kind: ClusterKind): Promise<ClusterHandle>;
+  /** False while get(kind) would still have to connect or start the cluster. */
+  isReady?(kind: ClusterKind): boolean;
+}
+
+/** The env variable through which a pool served by serveClusterPool reaches child processes. */
+export const CLUSTER_POOL_ENV = 'KAFKAIQ_CLUSTER_POOL';
+
+const NODES: Record<ClusterKind, 1 | 3> = { single: 1, 'three-nodes': 3 };
+
+export interface ClusterPoolOptions {
+  log?: (line: string) => void;
+  /** KAFKA_BROKERS as the user gave it; defaults to the environment when the pool is made. */
+  external?: string;
+  /** A served pool to ask instead of connecting ourselves; defaults to KAFKAIQ_CLUSTER_POOL. */
+  poolUrl?: string;
+}
+
+export class ClusterPool implements ClusterSource {
+  private readonly clusters = new Map<ClusterKind, Promise<KafkaCluster>>();
+  private readonly ready = new Set<ClusterKind>();
+  private readonly external: string | undefined;
+  private readonly poolUrl: string | undefined;
+  private readonly log: (line: string) => void;
+
+  constructor(options: ClusterPoolOptions = {}) {
+    this.external = ('external' in options ? options.external : process.env.KAFKA_BROKERS)?.trim() || undefined;
+    this.poolUrl = ('poolUrl' in options ? options.poolUrl : process.env[CLUSTER_POOL_ENV])?.trim() || undefined;
+    this.log = options.log ?? (() => {});
+  }
+
+  /** True once get(kind) has succeeded: a later get answers at once. */
+  isReady(kind: ClusterKind): boolean {
+    return this.ready.has(kind);
+  }
+
+  get(kind: ClusterKind): Promise<KafkaCluster> {
+    let cluster = this.clusters.get(kind);
+    if (!cluster) {
+      cluster = this.connect(kind).then((c) => {
+        this.ready.add(kind);
+        return c;
+      });
+      // A failed start is not remembered: the next grade tries again (the user may have fixed it).
+      cluster.catch(() => this.clusters.delete(kind));
+      this.clusters.set(kind, cluster);
+    }
+    return cluster;
+  }
+
+  /** Stops the clusters this pool started; reused and external ones are left alone. */
+  async close(): Promise<void> {
+    const clusters = await Promise.allSettled(this.clusters.values());
+    this.clusters.clear();
+    this.ready.clear();
+    await Promise.all(clusters.map((c) => (c.status === 'fulfilled' ? c.value.close().catch(() => {}) : undefined)));
+  }
+
+  private options(kind: ClusterKind): BrokerOptions {
+    return kind === 'three-nodes' ? { nodes: 3, basePort: defaultClusterBasePort(), log: this.log } : { log: this.log };
+  }
+
+  private async connect(kind: ClusterKind): Promise<KafkaCluster> {
+    if (this.poolUrl) {
+      // Our owner (the test run's global setup) connects or starts it; we only attach.
+      const brokers = await askServedPool(this.poolUrl, kind);
+      return connectCluster({ ...this.options(kind), external: brokers.join(',') });
+    }
+    if (kind === 'single' || !this.external) return connectCluster({ ...this.options(kind), external: this.external ?? '' });
+    // KAFKA_BROKERS names the user's cluster: never start one beside it, but a 3-node lab needs 3 brokers.
+    const count = await brokerCount(this.external);
+    if (count !== null && count < 3) {
+      throw new KafkaIqError(
+        'BROKER_UNREACHABLE',
+        `This lab needs a cluster of 3 brokers, but KAFKA_BROKERS=${this.external} has ${count}: point KAFKA_BROKERS at a 3-broker cluster, or unset it and KafkaIQ starts its own (127.0.0.1:${defaultClusterBasePort()}-${defaultClusterBasePort() + 2}).`,
+      );
+    }
+    return connectCluster({ ...this.options(kind), external: this.external });
+  }
+}
+
+/** A source that always answers with one cluster (benchmarks, callers that connected themselves). */
+export function fixedClusters(cluster: ClusterHandle): ClusterSource {
+  return {
+    async get(kind) {
+      if (kind === 'three-nodes' && cluster.brokers.length < 3) {
+        const count = await brokerCount(cluster.brokers.join(','));
+        if (count === null || count < 3) {
+          throw new KafkaIqError('INVALID_INPUT', `This lab needs a cluster of 3 brokers, but ${cluster.brokers.join(',')} has ${count ?? 'fewer'}: grade it through a ClusterPool (kafkaiq grade/check do) or point KAFKA_BROKERS at a 3-broker cluster.`);
+        }
+      }
+      return cluster;
+    },
+  };
+}
+
+/** Accepts either a source or a plain cluster, for callers of gradeProgram/checkLabs. */
+export function asClusterSource(clusters: ClusterSource | ClusterHandle): ClusterSource {
+  return 'get' in clusters && typeof clusters.get === 'function' ? clusters : fixedClusters(clusters as ClusterHandle);
+}
+
+async function brokerCount(bootstrap: string): Promise<number | null> {
+  const admin = createKafka(bootstrap.split(',').map((b) => b.trim()).filter(Boolean), 'kafkaiq-probe', { retry: { retries: 1 } }).admin();
+  try {
+    await admin.connect();
+    return (await admin.describeCluster()).brokers.length;
+  } catch {
+    return null; // connectCluster says clearly that nothing answers
+  } finally {
+    await admin.disconnect().catch(() => {});
+  }
+}
+
+async function askServedPool(url: string, kind: ClusterKind): Promise<string[]> {
+  let res: Response;
+  try {
+    res = await fetch(`${url}/clusters/${kind}`, { method: 'POST' });
+  } catch (err) {
+    throw new KafkaIqError('BROKER_UNREACHABLE', `The cluster pool at ${CLUSTER_POOL_ENV}=${url} does not answer (${describeError(err)}): unset ${CLUSTER_POOL_ENV}.`);
+  }
+  const body = await res.text();
+  if (!res.ok) throw new KafkaIqError('BROKER_UNREACHABLE', body || `The cluster pool at ${url} failed (HTTP ${res.status}).`);
+  return (JSON.parse(body) as { brokers: string[] }).brokers;
+}
+
+/**
+ * Serves a pool to other processes on 127.0.0.1 (POST /clusters/<kind> -> {"brokers": [...]}),
+ * starting clusters on their first request. Returns the URL to put in KAFKAIQ_CLUSTER_POOL.
+ */
+export async function serveClusterPool(pool: ClusterPool): Promise<{ url: string; close(): Promise<void> }> {
+  const server = http.createServer((req, res) => {
+    const kind = /^\/clusters\/([a-z-]+)$/.exec(req.url ?? '')?.[1] as ClusterKind | undefined;
+    if (req.method !== 'POST' || !kind || !CLUSTER_KINDS.includes(kind)) {
+      res.writeHead(404).end();
+      return;
+    }
+    pool.get(kind).then(
+      (cluster) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ brokers: cluster.brokers })),
+      (err: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(describeError(err)),
+    );
+  });
+  // A cluster start takes tens of seconds: no request timeout on our side.
+  server.requestTimeout = 0;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}

@@ -1,0 +1,124 @@
+/**
+ * The 3-node cluster of the failover labs and the coordinator-kill fault's building blocks, on
+ * the real cluster: it replicates the transaction log 3 times with min ISR 2, the grader finds the
+ * transaction coordinator of a transactional id, and after that broker is SIGKILLed the
+ * coordinator moves, transactions commit again, and the node rejoins. The cluster comes from the
+ * run's global setup (started once per run, on first use).
+ */
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { ClusterPool } from '../lab-server/broker/cluster-pool.ts';
+import type { KafkaCluster } from '../lab-server/broker/cluster.ts';
+import { createKafka } from '../lab-server/kafka/client.ts';
+import {
+  findTransactionCoordinator,
+  javaStringHash,
+  TRANSACTION_STATE_TOPIC,
+  transactionStatePartition,
+  waitForFullIsr,
+} from '../lab-server/kafka/coordinator.ts';
+import { readTopic } from '../lab-server/kafka/inspect.ts';
+import { uniqueName } from './support/kafka.ts';
+
+let pool: ClusterPool;
+let cluster: KafkaCluster;
+
+beforeAll(async () => {
+  pool = new ClusterPool();
+  const started = Date.now();
+  cluster = await pool.get('three-nodes');
+  console.log(`[three-node] cluster ${cluster.brokers.join(',')} ready in ${((Date.now() - started) / 1000).toFixed(1)} s (${cluster.origin})`);
+}, 300_000);
+
+afterAll(async () => {
+  await pool?.close();
+});
+
+describe('transaction coordinator placement', () => {
+  it('hashes transactional ids like Kafka (Java String.hashCode, Utils.abs)', () => {
+    expect(javaStringHash('a')).toBe(97);
+    expect(javaStringHash('hello')).toBe(99_162_322);
+    expect(javaStringHash('polygenelubricants')).toBe(-2_147_483_648);
+    expect(transactionStatePartition('polygenelubricants', 50)).toBe(0);
+    expect(transactionStatePartition('hello', 50)).toBe(99_162_322 % 50);
+  });
+
+  it('refuses a KAFKA_BROKERS cluster with fewer than 3 brokers, naming the fix', async () => {
+    const single = new ClusterPool({ external: inject('brokers').join(','), poolUrl: '' });
+    await expect(single.get('three-nodes')).rejects.toThrow(/needs a cluster of 3 brokers.*has 1: point KAFKA_BROKERS at a 3-broker cluster, or unset it/);
+  });
+});
+
+describe('the 3-node cluster', () => {
+  it('has 3 brokers and replicates the transaction log 3 times with min ISR 2', async () => {
+    const admin = createKafka(cluster.brokers, 'kafkaiq-test').admin();
+    await admin.connect();
+    try {
+      expect((await admin.describeCluster()).brokers).toHaveLength(3);
+      const { topics } = await admin.fetchTopicMetadata({ topics: [TRANSACTION_STATE_TOPIC] });
+      for (const p of topics[0]!.partitions) expect(p.replicas).toHaveLength(3);
+      const { resources } = await admin.describeConfigs({
+        includeSynonyms: false,
+        resources: [{ type: 2 /* TOPIC */, name: TRANSACTION_STATE_TOPIC, configNames: ['min.insync.replicas'] }],
+      });
+      expect(resources[0]!.configEntries.find((e) => e.configName === 'min.insync.replicas')?.configValue).toBe('2');
+    } finally {
+      await admin.disconnect();
+    }
+  });
+
+  it('finds the coordinator; after a SIGKILL of its broker another one takes over, and the node rejoins', async () => {
+    expect(cluster.control).not.toBeNull();
+    const control = cluster.control!;
+    const transactionalId = uniqueName('kiq-three-node-tx');
+    const topic = uniqueName('kiq-three-node');
+    const kafka = createKafka(cluster.brokers, 'kafkaiq-test', { retry: { retries: 30, initialRetryTime: 100, maxRetryTime: 1_000 } });
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 1 }] });
+
+    const before = await findTransactionCoordinator(cluster.brokers, transactionalId);
+    expect(before.source).toBe('find-coordinator'); // FindCoordinator and the metadata agree
+    expect(await control.nodeIds()).toContain(before.nodeId);
+
+    // A transaction left open on the coordinator that is about to die.
+    const producer = kafka.producer({ transactionalId, idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    const open = await producer.transaction();
+    await open.send({ topic, messages: [{ key: 'k', value: 'sent before the kill' }] });
+
+    const killedAt = Date.now();
+    let restartedAt = 0;
+    await control.killNode(before.nodeId);
+    try {
+      let after = before;
+      while (after.nodeId === before.nodeId && Date.now() - killedAt < 30_000) {
+        await new Promise((resolve) => setTimeout(resolve, 250));
+        after = await findTransactionCoordinator(cluster.brokers, transactionalId).catch(() => before);
+      }
+      console.log(`[three-node] coordinator moved from broker ${before.nodeId} to ${after.nodeId} in ${((Date.now() - killedAt) / 1000).toFixed(1)} s`);
+      expect(after.nodeId).not.toBe(before.nodeId);
+
+      // The new coordinator loaded the open transaction from the replicated log: a new producer
+      // with the same id fences the old one, which aborts it, and commits its own.
+      const successor = kafka.producer({ transactionalId, idempotent: true, maxInFlightRequests: 1 });
+      await successor.connect();
+      const txn = await successor.transaction();
+      await txn.send({ topic, messages: [{ key: 'k', value: 'committed after the failover' }] });
+      await txn.commit();
+      await successor.disconnect();
+      await producer.disconnect().catch(() => {});
+    } finally {
+      // Whatever happened above, the node comes back: later test files grade on this cluster.
+      restartedAt = Date.now();
+      await control.startNode(before.nodeId);
+    }
+    expect(await waitForFullIsr(cluster.brokers, 60_000)).toBe(true);
+    console.log(`[three-node] broker ${before.nodeId} back and in sync in ${((Date.now() - restartedAt) / 1000).toFixed(1)} s`);
+    expect((await admin.describeCluster()).brokers).toHaveLength(3);
+
+    const read = await readTopic(kafka, cluster.brokers, topic, { isolation: 'read_committed', timeoutMs: 10_000 });
+    expect(read.records.map((r) => r.value)).toEqual(['committed after the failover']);
+    await admin.deleteTopics({ topics: [topic] }).catch(() => {});
+    await admin.disconnect();
+  }, 180_000);
+});
