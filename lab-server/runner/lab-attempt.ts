@@ -621,6 +621,14 @@ export class LabAttempt {
         // commit in that stage: only then has its producer fenced the zombie's, whose next call
         // then fails. (Another stage of a multi-stage program may commit long before.)
         const aimed = event?.aimedAt ? this.realTopic(event.aimedAt) : null;
+        if (this.source?.kind === 'command') {
+          // No IPC from a command: its commit shows as the group's offsets moving. Waking the
+          // zombie before the replacement (a JVM takes seconds to start) has even fenced it would
+          // test nothing, and would race two live instances instead.
+          const committedBefore = this.processed;
+          const until = Date.now() + 30_000;
+          while (Date.now() < until && this.processed <= committedBefore && replacement.alive) await sleep(200);
+        }
         const sent = await this.waitForEvent(replacement, (e) => e.t === 'call' && (e.point === 'after:commit' || e.point === 'after:send'), 20_000);
         if (sent) {
           await this.waitForEvent(
