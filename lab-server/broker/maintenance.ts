@@ -39,14 +39,33 @@ export class MaintenanceLock {
     while (this.recovering) await this.recovering;
   }
 
+  /**
+   * Total time spent inside exclusive sections (broker restarts, killed coordinators), and when the
+   * last one ended. Grades on this cluster do not count that time against a program's limit or its
+   * quiet window: on a busy machine a restart can take a minute, and the program is not to blame.
+   */
+  downtimeMs = 0;
+  lastDowntimeEndedAt = 0;
+
+  /** True while an exclusive section runs (a broker restart in progress). */
+  get isDown(): boolean {
+    return this.exclusive !== null;
+  }
+
   async withExclusive<T>(fn: () => Promise<T>): Promise<T> {
     while (this.exclusive) await this.exclusive;
     let release: () => void = () => {};
     this.exclusive = new Promise<void>((resolve) => (release = resolve));
+    let began = 0;
     try {
       while (this.shared > 0) await new Promise<void>((resolve) => this.waiters.push(resolve));
+      began = Date.now();
       return await fn();
     } finally {
+      if (began) {
+        this.downtimeMs += Date.now() - began;
+        this.lastDowntimeEndedAt = Date.now();
+      }
       this.exclusive = null;
       release();
     }

@@ -85,6 +85,8 @@ export class LabAttempt {
   private readonly writer: InputWriter;
   private source: ProgramSource | null = null;
   private startedAt = Date.now();
+  /** The cluster's downtime total when this grade started (see MaintenanceLock.downtimeMs). */
+  private downtimeAtStart = 0;
   private restarts = 0;
   private selfExits = 0;
   private stopping = false;
@@ -118,6 +120,11 @@ export class LabAttempt {
   /** Env name -> real topic, for the learner's display. */
   topicEnv(): Record<string, string> {
     return Object.fromEntries(this.lab.definition.topics.map((t) => [t.env, this.realTopic(t.name)]));
+  }
+
+  /** The grade's time limit, moved back by the time the cluster was down for maintenance meanwhile. */
+  private get deadline(): number {
+    return this.startedAt + this.limitMs + (this.maintenance.downtimeMs - this.downtimeAtStart);
   }
 
   private get limitMs(): number {
@@ -205,30 +212,30 @@ export class LabAttempt {
     );
     for (let i = 1; i <= this.lab.definition.instances; i++) this.startSlot(i);
     this.phase = 'running';
-    const deadline = this.startedAt + this.limitMs;
+    this.downtimeAtStart = this.maintenance.downtimeMs;
     let timedOut = false;
 
     if (multi) {
       // Several instances join one by one (each join is a rebalance), and a program's first batch
       // of a partition may do extra work (a producer per partition, fencing). Let the group form
       // and process a first wave, so the first fault's crash point is reached as quickly as later ones.
-      await this.waitForStableGroup(Math.min(12_000, deadline - Date.now()));
+      await this.waitForStableGroup(Math.min(12_000, this.deadline - Date.now()));
       await this.writeWave(this.nextWave());
-      await this.waitForProgress(Math.min(15_000, deadline - Date.now()));
+      await this.waitForProgress(Math.min(15_000, this.deadline - Date.now()));
     }
     for (const fault of plan.faults) {
-      if (Date.now() > deadline) break;
+      if (Date.now() > this.deadline) break;
       // Several instances: every start, exit and join is a rebalance. Arm the next fault once the
       // group is stable again, so the instance it targets owns partitions when the wave arrives.
-      if (multi) await this.waitForStableGroup(Math.min(12_000, deadline - Date.now()));
+      if (multi) await this.waitForStableGroup(Math.min(12_000, this.deadline - Date.now()));
       await this.injectFault(fault, this.nextWave());
       this.faultsDone++;
-      await this.waitForProgress(Math.min(15_000, deadline - Date.now()));
+      await this.waitForProgress(Math.min(15_000, this.deadline - Date.now()));
     }
     for (const wave of waves) await this.writeWave(wave);
 
     this.phase = 'settling';
-    timedOut = !(await this.settle(deadline));
+    timedOut = !(await this.settle());
     if (timedOut) this.sink.system(`Time limit of ${Math.round(this.limitMs / 1000)} s reached with ${this.processed}/${this.expected} inputs processed: verifying what is there.`);
     await this.stopAll();
 
@@ -947,16 +954,18 @@ export class LabAttempt {
   }
 
   /** Waits until every committed input is accounted for, or nothing moved for a while. True if all done. */
-  private async settle(deadline: number): Promise<boolean> {
+  private async settle(): Promise<boolean> {
     this.lastActivityAt = Date.now();
-    while (Date.now() < deadline) {
+    while (Date.now() < this.deadline) {
       if (this.processed >= this.expected && this.zombies.size === 0 && this.pipelineSettled()) return true;
       // A --cmd program (a JVM, say) restarts slowly after each fault: give it longer to show progress.
       // A later stage that has not caught up may be rejoining its group or restoring its state
       // after a restart (several seconds under load): give it longer too.
       const laterStagesBehind = this.stagedPipeline && this.processed >= this.expected && !this.pipeline.caughtUp;
       const quietMs = this.source?.kind === 'command' ? 3 * QUIET_MS : laterStagesBehind ? 2 * QUIET_MS : QUIET_MS;
-      if (Date.now() - this.lastActivityAt > quietMs && this.processed > 0) {
+      // A broker restart (this grade's or a parallel one's) is nobody's lack of progress.
+      const quietSince = Math.max(this.lastActivityAt, this.maintenance.lastDowntimeEndedAt);
+      if (!this.maintenance.isDown && Date.now() - quietSince > quietMs && this.processed > 0) {
         this.sink.system(`No progress for ${quietMs / 1000} s with ${this.processed}/${this.expected} inputs processed: verifying now.`);
         return true;
       }
