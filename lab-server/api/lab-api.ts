@@ -298,7 +298,8 @@ export class ApiNamespace {
     return {
       status: previous ? 200 : 201,
       text: JSON.stringify(ranking),
-      effect: { id, body: { ...ranking }, changed: previous?.count !== count },
+      // Window bounds as strings in the record, whether they came as numbers (POST) or in the path (PUT).
+      effect: { id, body: { campaignId, windowStart: String(windowStart), windowEnd: String(windowEnd), count }, changed: previous?.count !== count },
     };
   }
 
