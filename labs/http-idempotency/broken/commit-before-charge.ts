@@ -24,8 +24,6 @@ interface PaymentRequest {
 }
 
 // One attempt may take at most ATTEMPT_TIMEOUT_MS; all of them together, with backoff, about 12 s.
-// The calls happen before the transaction opens, so they never count against its timeout, and
-// heartbeat() between attempts keeps the consumer in its group meanwhile.
 const ATTEMPT_TIMEOUT_MS = 1_500;
 const MAX_ATTEMPTS = 6;
 

@@ -47,8 +47,7 @@ async function charge(payment: PaymentRequest, heartbeat: () => Promise<void>): 
       });
       const text = await res.text();
       if (res.ok) return text; // 201, a new charge or the stored answer of an earlier one
-      // 5xx: the outcome is unknown; 409: our first attempt is still in progress; 429: later.
-      // All of them: try again with the same key. Any other 4xx will not get better.
+      // The mistake: a 5xx is taken for a final "no". (409 and 429 are still retried.)
       if (res.status >= 500) {
         console.error(`payment ${payment.paymentId} failed with ${res.status}: skipping it`);
         return null;

@@ -48,14 +48,14 @@ async function charge(payment: PaymentRequest, heartbeat: () => Promise<void>): 
       const text = await res.text();
       if (res.ok) return text; // 201, a new charge or the stored answer of an earlier one
       // 5xx: the outcome is unknown; 409: our first attempt is still in progress; 429: later.
-      // All of them: try again with the same key. Any other 4xx will not get better.
+      // All of them: try again. Any other 4xx will not get better.
       if (res.status < 500 && res.status !== 409 && res.status !== 429) {
         throw new PermanentError(`POST /payments ${payment.paymentId} -> ${res.status}: ${text}`);
       }
       lastError = new Error(`POST /payments ${payment.paymentId} -> ${res.status}`);
     } catch (err) {
       if (err instanceof PermanentError) throw err;
-      lastError = err; // timed out or connection lost: maybe charged, maybe not; the key decides
+      lastError = err; // timed out or connection lost: try again
     }
     if (attempt < MAX_ATTEMPTS) {
       const cap = Math.min(2_000, 100 * 2 ** attempt); // exponential backoff with jitter
@@ -63,8 +63,7 @@ async function charge(payment: PaymentRequest, heartbeat: () => Promise<void>): 
       await heartbeat();
     }
   }
-  // Out of attempts: throw, so the batch is not committed and is processed again later, with the
-  // same keys. Never carry on as if the payment were done.
+  // Out of attempts: throw, so the batch is not committed and is processed again later.
   throw lastError;
 }
 
@@ -98,7 +97,7 @@ async function processBatch({ batch, resolveOffset, heartbeat }: EachBatchPayloa
     await txn.commit();
   } catch (err) {
     await txn.abort().catch(() => {});
-    throw err; // kafkajs delivers the batch again: the same keys make the repeat harmless
+    throw err; // kafkajs delivers the batch again
   }
   resolveOffset(batch.lastOffset());
   console.log(`charged ${confirmations.length} payments from partition ${batch.partition} up to offset ${batch.lastOffset()}`);
