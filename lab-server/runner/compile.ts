@@ -20,7 +20,10 @@ let runtimeBuild: Promise<string> | null = null;
  */
 export function kafkajsRuntime(): Promise<string> {
   runtimeBuild ??= (async () => {
-    const sources = [SHIM, path.join(ROOT_DIR, 'lab-server/runner/child/protocol.ts'), path.join(ROOT_DIR, 'node_modules/kafkajs/package.json')];
+    // Every module of the wrapper (child/*.ts), so a change to any of them rebuilds the runtime.
+    const childDir = path.dirname(SHIM);
+    const childSources = fs.readdirSync(childDir).filter((f) => f.endsWith('.ts')).sort().map((f) => path.join(childDir, f));
+    const sources = [...childSources, path.join(ROOT_DIR, 'node_modules/kafkajs/package.json')];
     const digest = createHash('sha256');
     for (const file of sources) digest.update(fs.readFileSync(file));
     const outfile = path.join(RUNTIME_DIR, `kafkajs-runtime-${digest.digest('hex').slice(0, 12)}.mjs`);

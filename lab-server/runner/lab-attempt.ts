@@ -23,6 +23,9 @@ import { ProgramInstance, type ProgramSource } from './program-instance.ts';
 import { InputWriter, planSeedTransactions, splitIntoWaves, type SeedTransaction } from './seeder.ts';
 import { measureThroughput } from './throughput.ts';
 import { verifyRun } from './verify.ts';
+import { labApi, type ApiNamespace } from '../api/lab-api.ts';
+import { injectApiFault, insideUnitOfWork, isApiFault } from '../api/api-faults.ts';
+import { apiEffectChecks } from '../api/verify-effects.ts';
 
 export type AttemptMode = 'run' | 'grade' | 'quick';
 export type ProgramInput = { kind: 'code'; code: string } | { kind: 'command'; command: string };
@@ -101,6 +104,8 @@ export class LabAttempt {
   private nextWave: () => SeedTransaction[] = () => [];
   private probe: OffsetsProbe | null = null;
   private lastActivityAt = Date.now();
+  /** Labs with an `api` block: this attempt's namespace of the lab HTTP API (lab-server/api). */
+  private api: ApiNamespace | null = null;
 
   constructor(private readonly options: AttemptOptions) {
     this.lab = options.lab;
@@ -251,7 +256,13 @@ export class LabAttempt {
       inputs: this.writer.written,
       faults: this.faults,
       startedAt: this.startedAt,
-      extraChecks: throughput ? [throughput.check] : [],
+      extraChecks: [
+        ...(throughput ? [throughput.check] : []),
+        // Labs that call the lab API: the effects it applied, against what the committed inputs ask for.
+        ...(this.api && this.lab.definition.api
+          ? apiEffectChecks({ api: this.lab.definition.api, effects: this.api.effects, inputs: this.writer.written, faults: this.faults, startedAt: this.startedAt })
+          : []),
+      ],
     }));
     const failed = verification.checks.filter((c) => !c.passed);
     // Our wrapper tells us exactly when a fault hit an open transaction. A --cmd program has no
@@ -341,6 +352,7 @@ export class LabAttempt {
     }
     this.phase = 'preparing';
     this.emitProgress();
+    if (this.lab.definition.api) this.api = (await labApi()).open(this.namespace);
     // Replication factor 3 needs every node: one killed by a fault may still be coming back
     // (started by this process, or by another on the same cluster).
     await this.maintenance.whenWhole();
@@ -404,6 +416,7 @@ export class LabAttempt {
       INSTANCE_ID: `i${slot}`,
       KAFKAJS_NO_PARTITIONER_WARNING: '1',
       [DEFAULTS_ENV]: JSON.stringify(this.lab.definition.kafkajs),
+      ...(this.api && this.lab.definition.api ? { [this.lab.definition.api.env]: this.api.baseUrl } : {}),
     };
   }
 
@@ -475,6 +488,7 @@ export class LabAttempt {
     await Promise.all(this.liveInstances().map((i) => i.stop(2_000)));
     await this.writer.disconnect();
     await this.probe?.close();
+    this.api?.close();
     fs.rmSync(this.workDir, { recursive: true, force: true });
     this.phase = 'done';
     this.emitState();
@@ -560,7 +574,8 @@ export class LabAttempt {
       kind: fault.kind,
       instance,
       ...(event?.point ? { crashPoint: event.point } : {}),
-      inTransaction: event ? event.txnOpen : txnOpen,
+      // A crash point in an HTTP or SQL call lies inside the program's unit of work (api-faults.ts).
+      inTransaction: event ? event.txnOpen || insideUnitOfWork(event.point) : txnOpen,
       ...(note ? { note } : {}),
     };
     this.faults.push(record);
@@ -709,7 +724,26 @@ export class LabAttempt {
       }
       case 'coordinator-kill':
         return this.killCoordinator(slot, fault, wave);
+      case 'api-slow':
+      case 'api-error':
+      case 'api-timeout':
+        return this.injectApiFault(fault, wave);
     }
+  }
+
+  /** api-slow, api-error, api-timeout: armed on the lab API and hit by the program's next calls (api/api-faults.ts). */
+  private async injectApiFault(fault: PlannedFault, wave: SeedTransaction[]): Promise<void> {
+    const spec = this.lab.definition.api;
+    if (!this.api || !spec || !isApiFault(fault.kind)) {
+      await this.writeWave(wave);
+      this.recordFault(fault, 'api', null, null, 'skipped: this lab has no API');
+      return;
+    }
+    const { note } = await injectApiFault(this.api, spec, fault.kind, fault.occurrence, () => this.writeWave(wave));
+    // No Kafka transaction need be open while the program calls the API (a good program calls it
+    // before the transaction opens): unknown. Kills at before:http / after:http are what prove a
+    // grade conclusive (see insideUnitOfWork).
+    this.recordFault(fault, 'api', null, null, note);
   }
 
   /**

@@ -219,6 +219,57 @@ export const monitorSpecSchema = z
   .strict();
 export type MonitorSpec = z.infer<typeof monitorSpecSchema>;
 
+/** One effect an input must cause on the lab HTTP API (see `api`). */
+export interface ExpectedApiEffect {
+  /** What identifies it on the API: a payment's paymentId; a ranking's `<campaignId>|<windowStart>|<windowEnd>`. */
+  id: string;
+  /** The body the effect must carry (for effects-correct); compared as JSON, field order aside. */
+  body?: Record<string, unknown>;
+}
+
+/** Like `transform`, for the API: the effects a COMMITTED input must cause (several inputs may name the same id). */
+export type ApiEffectsFn = (input: SeedRecord, context: TransformContext) => ExpectedApiEffect[];
+
+/**
+ * Labs whose program calls the lab HTTP API (lab-server/api): a payments / rankings service that
+ * honours Idempotency-Key and records every effect it applies. The grader gives the program the
+ * base URL of this attempt's API in `env`, can make the API slow, failing or silent (faults
+ * api-slow, api-error, api-timeout) and counts the effects per id for the checks
+ * no-duplicate-effects, no-lost-effects and effects-correct.
+ */
+export const apiSpecSchema = z
+  .object({
+    service: z
+      .enum(['payments', 'rankings'])
+      .describe('Which effects count: payments (POST /payments, one charge per call) or rankings (POST /rankings and PUT /rankings/:campaignId/:windowStart/:windowEnd, upserts)'),
+    env: envName.default('API_URL').describe('Environment variable that carries the base URL of the attempt\'s API, e.g. http://127.0.0.1:41234/a/<attempt>'),
+    effects: fn<ApiEffectsFn>('(input, context) => [{ id, body? }]').describe('The effects each committed input must cause, by id; aborted inputs must cause none'),
+    what: z.string().min(2).max(40).default('effect').describe('What one effect is called in the report, e.g. "charge" or "ranking update"'),
+    count: z
+      .enum(['applied', 'changed'])
+      .default('applied')
+      .describe('applied: every application counts (a charge made twice is a duplicate); changed: only upserts that changed the stored value count (rewriting a ranking with the same count is harmless)'),
+    faults: z
+      .object({
+        slowMs: z.number().int().min(100).max(30_000).default(3_000).describe('api-slow: how late each affected call is answered (the work waits too: a retry meanwhile gets 409)'),
+        slowCalls: z.number().int().min(1).max(20).default(2).describe('api-slow: how many calls in a row are slow'),
+        errorStatus: z.union([z.literal(500), z.literal(502), z.literal(503), z.literal(504)]).default(503).describe('api-error: the status answered, nothing applied'),
+        errorCalls: z.number().int().min(1).max(20).default(1).describe('api-error: how many calls in a row fail'),
+        timeoutHoldMs: z
+          .number()
+          .int()
+          .min(1_000)
+          .max(30_000)
+          .default(20_000)
+          .describe('api-timeout: the effect is applied, then the answer is held until the client gives up, or this long and then a 504'),
+      })
+      .strict()
+      .prefault({})
+      .describe('How the API faults behave in this lab'),
+  })
+  .strict();
+export type ApiSpec = z.infer<typeof apiSpecSchema>;
+
 export const labDefinitionSchema = z
   .object({
     title: z.string().min(3).describe('Shown on the workbench'),
@@ -266,6 +317,9 @@ export const labDefinitionSchema = z
       .default('pipeline')
       .describe('pipeline: the program transforms input records (seeds, transform, crash-point faults); monitor: it watches the cluster and writes alerts (see `monitor`)'),
     monitor: monitorSpecSchema.optional().describe('Required for kind "monitor": what is watched, the thresholds and the background workload'),
+    api: apiSpecSchema
+      .optional()
+      .describe('The program calls the lab HTTP API: its URL env, how inputs map to expected effects, the API faults; enables the effect checks and api-* faults'),
   })
   .strict();
 export type LabDefinitionInput = z.input<typeof labDefinitionSchema>;

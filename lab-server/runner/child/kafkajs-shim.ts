@@ -4,12 +4,14 @@
  *  - the lab's kafkajs defaults, applied only where the learner set nothing;
  *  - a report to the runner before and after each send / sendOffsets / commit / abort /
  *    commitOffsets, which lets the grader stop the program at an exact crash point;
- *  - exit when the runner goes away, so no learner process outlives the grader.
+ *  - exit when the runner goes away, so no learner process outlives the grader;
+ *  - crash points around the global fetch (fetch-shim.ts), for labs that call an HTTP API.
  */
 import * as real from 'kafkajs-real';
 import type { ArmAction, ChildEvent, InstrumentedOp, RunnerCommand } from './protocol.ts';
 import { DEFAULTS_ENV } from './protocol.ts';
 import type { CrashPoint } from '../../../src/shared/report.ts';
+import { instrumentFetch } from './fetch-shim.ts';
 
 type Any = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -102,6 +104,9 @@ function instrument(
   };
 }
 
+/** Transactions open in this process, over all producers (reported with HTTP crash points). */
+let openTransactionsAll = 0;
+
 function wrapProducer(producer: Any): Any {
   let openTransactions = 0;
   const plainOpen = () => openTransactions > 0;
@@ -113,11 +118,13 @@ function wrapProducer(producer: Any): Any {
     const txn = await transaction();
     let open = true;
     openTransactions++;
+    openTransactionsAll++;
     const isOpen = () => open;
     const close = (ok: boolean) => {
       if (ok && open) {
         open = false;
         openTransactions--;
+        openTransactionsAll--;
       }
     };
     // Every topic this transaction has sent to, so a crash point can be aimed at one stage.
@@ -136,6 +143,9 @@ function wrapProducer(producer: Any): Any {
   };
   return producer;
 }
+
+// HTTP calls (fetch) get crash points too: before:http, after:http.
+instrumentFetch((point, txnOpen) => checkpoint(point, txnOpen), () => openTransactionsAll > 0);
 
 function wrapConsumer(consumer: Any): Any {
   instrument(consumer, 'commitOffsets', 'commitOffsets', () => false);
