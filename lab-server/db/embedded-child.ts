@@ -21,7 +21,6 @@ process.stdin.on('end', exit).on('close', exit).on('error', exit).resume();
 
 /** Everything the learner may have created goes; the database is as new for the next attempt. */
 const RESET_SQL = `
-DISCARD ALL;
 DO $$ DECLARE s text; BEGIN
   FOR s IN SELECT nspname FROM pg_namespace
             WHERE nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast')
@@ -60,6 +59,8 @@ async function main(): Promise<void> {
           while (sockets.size && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
           await queue.exclusive(async () => {
             if (db.isInTransaction()) await db.exec('ROLLBACK');
+            // Session state every connection shared: prepared statements, temp tables, settings, locks.
+            await db.exec('DISCARD ALL');
             await db.exec(RESET_SQL);
           });
           send({ t: 'done', id: command.id, ok: true });
