@@ -1,0 +1,15 @@
+import { PGlite } from '@electric-sql/pglite';
+const t0 = performance.now();
+const db = await PGlite.create();
+const t1 = performance.now();
+const r = await db.query('select version()');
+console.log('start ms', Math.round(t1 - t0), 'rss MB', Math.round(process.memoryUsage().rss / 1e6), r.rows[0].version.slice(0, 40));
+const t2 = performance.now();
+const dump = await db.dumpDataDir('none');
+console.log('dump ms', Math.round(performance.now()-t2), 'size', dump.size);
+const fs = await import('node:fs');
+fs.writeFileSync('/tmp/dbexp/dump.tar', Buffer.from(await dump.arrayBuffer()));
+await db.close();
+const t3 = performance.now();
+const db2 = await PGlite.create({ loadDataDir: new Blob([fs.readFileSync('/tmp/dbexp/dump.tar')]) });
+console.log('start from dump ms', Math.round(performance.now() - t3), 'rss MB', Math.round(process.memoryUsage().rss / 1e6));

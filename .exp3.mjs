@@ -1,0 +1,11 @@
+import fs from 'node:fs';
+const buf = fs.readFileSync('node_modules/@electric-sql/pglite/dist/pglite.wasm');
+let t = performance.now();
+const m = await WebAssembly.compile(buf);
+console.log('compile ms', Math.round(performance.now() - t));
+const { PGlite } = await import('@electric-sql/pglite');
+t = performance.now();
+const db2 = await PGlite.create({ pgliteWasmModule: m, loadDataDir: new Blob([fs.readFileSync('/tmp/dbexp/dump.tar')]) });
+await db2.query('select 1');
+console.log('start from dump w/ module ms', Math.round(performance.now() - t), 'rss MB', Math.round(process.memoryUsage().rss / 1e6));
+await db2.close();
