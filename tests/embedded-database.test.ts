@@ -78,6 +78,8 @@ describe('embedded database', () => {
   }, 60_000);
 
   it('keeps an extended-protocol exchange that arrives in two pieces away from other connections', async () => {
+    // Connected first: a new connection's startup waits for the backend like any message.
+    const other = await connect();
     // A raw client: startup, then Parse + Bind + Execute now and Sync 300 ms later.
     const socket = net.connect(db.port, '127.0.0.1');
     const received: Buffer[] = [];
@@ -108,10 +110,11 @@ describe('embedded database', () => {
     const execute = msg('E', Buffer.concat([cstr(''), int32(0)]));
     socket.write(Buffer.concat([parse, bind, execute]));
     await sleep(100);
-    // Meanwhile another connection runs its own unnamed parameterized statement.
-    const other = await connect();
-    const otherQuery = other.query('SELECT $1::int + 1 AS n', [41]);
+    // Meanwhile another connection runs its own unnamed parameterized statement: it waits.
+    let otherDone = false;
+    const otherQuery = other.query('SELECT $1::int + 1 AS n', [41]).finally(() => (otherDone = true));
     await sleep(300);
+    expect(otherDone).toBe(false);
     socket.write(msg('S', Buffer.alloc(0)));
     const { rows } = await otherQuery;
     expect(rows[0].n).toBe(42);
