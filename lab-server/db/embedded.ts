@@ -37,6 +37,11 @@ export class EmbeddedDatabase {
       this.pending.get(message.id)?.(message);
       this.pending.delete(message.id);
     });
+    // An idle database must not keep the lab server (or a CLI run) alive: only pending commands,
+    // which have timers of their own, do.
+    child.unref();
+    (child as unknown as { channel?: { unref(): void } }).channel?.unref();
+    for (const stream of [child.stdin, child.stderr] as unknown as ({ unref?: () => void } | null)[]) stream?.unref?.();
     child.once('exit', () => {
       this.exitedFlag = true;
       for (const resolve of this.pending.values()) resolve({ t: 'done', id: 0, ok: false, error: 'the embedded database exited' });
