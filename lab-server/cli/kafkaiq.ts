@@ -13,6 +13,7 @@ import { createAttempt, type ProgramInput } from '../runner/attempt.ts';
 import { formatReport } from '../runner/format-report.ts';
 import type { SessionListener } from '../runner/contract.ts';
 import { checkLabs } from '../runner/check-labs.ts';
+import { databasePool } from '../db/pool.ts';
 
 const USAGE = `Usage:
   kafkaiq grade <lab> <file.ts | --cmd "command"> [--seed N] [--quick] [--json] [--verbose]
@@ -72,8 +73,11 @@ async function main(argv: string[]): Promise<number> {
       const labIds = rest.length ? rest : listLabIds();
       // Connect (or start) every cluster the labs need before grading, so a broker that cannot
       // start is one clear error (exit 2), not a column of failed fixtures.
-      const kinds = new Set((await Promise.all(labIds.map((id) => loadLab(id)))).map((l) => l.definition.cluster));
+      const loaded = await Promise.all(labIds.map((id) => loadLab(id)));
+      const kinds = new Set(loaded.map((l) => l.definition.cluster));
       for (const kind of kinds) await clusters.get(kind);
+      // Likewise the database of the database labs (DATABASE_URL, when given, must answer).
+      if (loaded.some((l) => l.definition.database)) await databasePool().verify();
       const results = await checkLabs(labIds, clusters, {
         quick: values.quick,
         parallel: values.parallel ? Number(values.parallel) : undefined,

@@ -9,6 +9,7 @@ import { parseArgs } from 'node:util';
 import { ClusterPool } from '../broker/cluster-pool.ts';
 import { describeError, KafkaIqError } from '../core/errors.ts';
 import { ROOT_DIR } from '../core/paths.ts';
+import { redactUrl } from '../db/pool.ts';
 import { createLabSession } from '../runner/lab-session.ts';
 import { openAttemptStore } from '../server/attempt-store.ts';
 import { createLabServer } from '../server/lab-server.ts';
@@ -51,6 +52,9 @@ async function main(): Promise<void> {
   const cluster = await clusters.get('single');
   const origin = { external: 'using KAFKA_BROKERS', reused: 'using the KafkaIQ broker already running', started: 'started' }[cluster.origin];
   console.log(`Kafka: ${cluster.brokers.join(',')} (${origin})`);
+  console.log(
+    `Database labs: ${process.env.DATABASE_URL ? `a database per attempt on DATABASE_URL (${redactUrl(process.env.DATABASE_URL)})` : 'an embedded PostgreSQL (PGlite) per attempt, started on first use (set DATABASE_URL for a real server)'}`,
+  );
   try {
     if (!values['no-build'] && (values.rebuild || siteIsStale())) await buildSite();
     const store = openAttemptStore();

@@ -104,7 +104,10 @@ function assertConsistent(id: string, lab: LabDefinition): void {
   }
   for (const topic of lab.topics) if (!envNames.has(topic.env)) fail(`env: topic "${topic.name}" uses ${topic.env}, which env does not describe`);
   if (!envNames.has('KAFKA_BROKERS')) fail('env: KAFKA_BROKERS must be described');
-  if (!lab.topics.some((t) => t.role === 'output')) fail('topics: at least one topic needs role "output"');
+  // A lab whose output is rows in a database (a `database` block) may have no output topic.
+  if (!lab.topics.some((t) => t.role === 'output') && !lab.database) fail('topics: at least one topic needs role "output"');
+  if (lab.database && !envNames.has('DATABASE_URL')) fail('env: a lab with a database passes DATABASE_URL; describe it (and the tables the program writes to)');
+  if (lab.database && lab.kind !== 'pipeline') fail('database: only pipeline labs take a database');
   if (names.size !== lab.topics.length) fail('topics: names must be unique');
   for (const fault of [...lab.faults.full, ...lab.faults.quick]) {
     if (fault.topic && !names.has(fault.topic)) fail(`faults: topic "${fault.topic}" is not declared in topics`);

@@ -48,6 +48,43 @@ export function kafkajsRuntime(): Promise<string> {
   return runtimeBuild;
 }
 
+const PG_SHIM = path.join(ROOT_DIR, 'lab-server/runner/child/pg-shim.ts');
+let pgRuntimeBuild: Promise<string> | null = null;
+
+/**
+ * pg (node-postgres) plus our wrapper (SQL crash points), bundled once like the kafkajs runtime.
+ * Built only when a program imports 'pg'. pg's optional native binding and Cloudflare socket are
+ * left out: a program that asks for pg.native gets pg's own "not installed" answer.
+ */
+export function pgRuntime(): Promise<string> {
+  pgRuntimeBuild ??= (async () => {
+    const sources = [PG_SHIM, path.join(ROOT_DIR, 'lab-server/runner/child/protocol.ts'), path.join(ROOT_DIR, 'node_modules/pg/package.json')];
+    const digest = createHash('sha256');
+    for (const file of sources) digest.update(fs.readFileSync(file));
+    const outfile = path.join(RUNTIME_DIR, `pg-runtime-${digest.digest('hex').slice(0, 12)}.mjs`);
+    if (!fs.existsSync(outfile)) {
+      fs.mkdirSync(RUNTIME_DIR, { recursive: true });
+      const tmp = `${outfile}.${process.pid}.tmp`;
+      await esbuild.build({
+        entryPoints: [PG_SHIM],
+        bundle: true,
+        platform: 'node',
+        format: 'esm',
+        target: 'node20',
+        outfile: tmp,
+        alias: { 'pg-real': path.join(ROOT_DIR, 'node_modules/pg/lib/index.js') },
+        external: ['pg-native', 'pg-cloudflare', 'cloudflare:sockets'],
+        banner: { js: REQUIRE_BANNER },
+        logLevel: 'silent',
+      });
+      fs.renameSync(tmp, outfile);
+    }
+    return outfile;
+  })();
+  pgRuntimeBuild.catch(() => (pgRuntimeBuild = null));
+  return pgRuntimeBuild;
+}
+
 export interface CompiledProgram {
   file: string;
   /** Folders the program may read (its own folder and the kafkajs runtime). */
@@ -87,6 +124,8 @@ export async function compileProgram(code: string, dir: string): Promise<Compile
           name: 'kafkajs-runtime',
           setup(build) {
             build.onResolve({ filter: /^kafkajs$/ }, () => ({ path: runtime, external: true }));
+            // 'pg' resolves to the project's pg with the SQL crash points (same folder as the kafkajs runtime).
+            build.onResolve({ filter: /^pg$/ }, async () => ({ path: await pgRuntime(), external: true }));
           },
         },
       ],

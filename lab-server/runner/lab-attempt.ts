@@ -16,6 +16,7 @@ import type { LoadedLab } from '../labs/load-lab.ts';
 import type { ArmAction, ChildEvent } from './child/protocol.ts';
 import { DEFAULTS_ENV } from './child/protocol.ts';
 import { compileProgram } from './compile.ts';
+import { AttemptDatabase } from './database-attempt.ts';
 import type { ManualFault, SessionListener } from './contract.ts';
 import { planFaults, randomSeed, type FaultPlan, type PlannedFault } from './fault-plan.ts';
 import { OutputSink } from './output-sink.ts';
@@ -106,6 +107,10 @@ export class LabAttempt {
   private lastActivityAt = Date.now();
   /** Labs with an `api` block: this attempt's namespace of the lab HTTP API (lab-server/api). */
   private api: ApiNamespace | null = null;
+  /** Labs with a `database` block: the attempt's own database (DATABASE_URL). */
+  private database: AttemptDatabase | null = null;
+  /** How long preparing waited for the database alone; the time limit starts after it. */
+  private databaseWaitMs = 0;
 
   constructor(private readonly options: AttemptOptions) {
     this.lab = options.lab;
@@ -127,9 +132,12 @@ export class LabAttempt {
     return Object.fromEntries(this.lab.definition.topics.map((t) => [t.env, this.realTopic(t.name)]));
   }
 
-  /** The grade's time limit, moved back by the time the cluster was down for maintenance meanwhile. */
+  /**
+   * The grade's time limit, moved back by the time the cluster was down for maintenance meanwhile
+   * and by the wait for the lab's database.
+   */
   private get deadline(): number {
-    return this.startedAt + this.limitMs + (this.maintenance.downtimeMs - this.downtimeAtStart);
+    return this.startedAt + this.databaseWaitMs + this.limitMs + (this.maintenance.downtimeMs - this.downtimeAtStart);
   }
 
   private get limitMs(): number {
@@ -247,6 +255,8 @@ export class LabAttempt {
     this.phase = 'verifying';
     this.emitProgress();
     this.sink.system(`All instances stopped at +${(this.elapsed() / 1000).toFixed(1)} s; verifying the output as a read_committed consumer would see it.`);
+    // Labs with a database: the effects, counted in the database itself.
+    const effects = this.database ? await this.database.verify(this.lab.definition, this.writer.written) : null;
     const verification = await this.maintenance.withShared(() => verifyRun({
       kafka: this.kafka,
       brokers: this.options.brokers,
@@ -262,8 +272,11 @@ export class LabAttempt {
         ...(this.api && this.lab.definition.api
           ? apiEffectChecks({ api: this.lab.definition.api, effects: this.api.effects, inputs: this.writer.written, faults: this.faults, startedAt: this.startedAt })
           : []),
+        // Labs with a database: the rows the program left, against what the committed inputs ask for.
+        ...(effects?.checks ?? []),
       ],
     }));
+    if (effects) verification.outputs += effects.rows;
     const failed = verification.checks.filter((c) => !c.passed);
     // Our wrapper tells us exactly when a fault hit an open transaction. A --cmd program has no
     // wrapper; there the broker's evidence counts: records of aborted transactions in the output,
@@ -352,13 +365,25 @@ export class LabAttempt {
     }
     this.phase = 'preparing';
     this.emitProgress();
-    if (this.lab.definition.api) this.api = (await labApi()).open(this.namespace);
-    // Replication factor 3 needs every node: one killed by a fault may still be coming back
-    // (started by this process, or by another on the same cluster).
-    await this.maintenance.whenWhole();
-    await this.waitForAllBrokers();
-    await this.maintenance.withShared(() => this.createTopics());
-    await this.writer.connect();
+    // The lab's database (if any) is prepared while the topics are created.
+    const spec = this.lab.definition.database;
+    const opening = spec ? AttemptDatabase.open(spec, this.namespace, (line) => this.sink.system(line)) : null;
+    let databaseError: unknown = null;
+    try {
+      // Replication factor 3 needs every node: one killed by a fault may still be coming back
+      // (started by this process, or by another on the same cluster).
+      await this.maintenance.whenWhole();
+      await this.waitForAllBrokers();
+      await this.maintenance.withShared(() => this.createTopics());
+      await this.writer.connect();
+    } finally {
+      // Always wait for it, so shutdown() gives back a database that arrives after a failure.
+      const waitFrom = Date.now();
+      if (opening) this.database = await opening.catch((err) => ((databaseError = err), null));
+      // Starting an embedded database (or waiting for a free one) is not the program's time.
+      this.databaseWaitMs = Date.now() - waitFrom;
+    }
+    if (databaseError) throw databaseError;
   }
 
   private async waitForAllBrokers(): Promise<void> {
@@ -414,6 +439,7 @@ export class LabAttempt {
       // Shared by every instance: for one transactional.id per input partition (see the zombie lab).
       TRANSACTIONAL_ID_PREFIX: `${namespace}-tx`,
       INSTANCE_ID: `i${slot}`,
+      ...(this.database ? { DATABASE_URL: this.database.url } : {}),
       KAFKAJS_NO_PARTITIONER_WARNING: '1',
       [DEFAULTS_ENV]: JSON.stringify(this.lab.definition.kafkajs),
       ...(this.api && this.lab.definition.api ? { [this.lab.definition.api.env]: this.api.baseUrl } : {}),
@@ -442,8 +468,9 @@ export class LabAttempt {
     if (instance === slot.current) slot.txnOpen = event.txnOpen;
     // A commit is work getting done even when the group's offsets have not moved yet (a slow
     // machine, retries after a broker restart): it keeps the settle phase from giving up early.
-    if (event.t === 'call' && event.point === 'after:commit' && this.phase === 'settling') this.lastActivityAt = Date.now();
+    if (event.t === 'call' && (event.point === 'after:commit' || event.point === 'after:db-commit') && this.phase === 'settling') this.lastActivityAt = Date.now();
     if (event.t === 'call' && event.point === 'after:commit') this.mark('commit', instance.id);
+    if (event.t === 'call' && event.point === 'after:db-commit') this.mark('commit', instance.id, 'database');
     if (event.t === 'call' && event.point === 'after:abort') this.mark('abort', instance.id);
     if (event.t === 'failed' && (event.op === 'commit' || event.op === 'sendOffsets')) this.mark('abort', instance.id, `${event.op} failed: ${event.error}`);
   }
@@ -486,6 +513,7 @@ export class LabAttempt {
     this.stopping = true;
     if (this.progressTimer) clearInterval(this.progressTimer);
     await Promise.all(this.liveInstances().map((i) => i.stop(2_000)));
+    await this.database?.release().catch((err) => this.sink.system(`the attempt's database could not be given back: ${describeError(err)}`));
     await this.writer.disconnect();
     await this.probe?.close();
     this.api?.close();
@@ -551,12 +579,13 @@ export class LabAttempt {
     let event: AimedHit | null = await hit;
     if (event && fault.topic) event = { ...event, aimedAt: fault.topic };
     // A program may never make the planned call (no transactions: no commit; no write to the
-    // aimed-at topic). Every pipeline sends, so fall back to the moment right after any send,
-    // with fresh input to reach it.
-    if (!event && (fault.crashPoint !== 'after:send' || fault.topic) && instance.alive) {
+    // aimed-at topic). Every pipeline sends (a database lab's program writes rows), so fall back
+    // to the moment right after any send (row write), with fresh input to reach it.
+    const fallbackPoint: CrashPoint = this.lab.definition.database ? 'after:db-write' : 'after:send';
+    if (!event && (fault.crashPoint !== fallbackPoint || fault.topic) && instance.alive) {
       const spare = this.nextWave();
       if (spare.length) {
-        const fallback = this.armAt(instance, 'after:send', action, 1);
+        const fallback = this.armAt(instance, fallbackPoint, action, 1);
         await this.writeWave(spare);
         event = await fallback;
       }
@@ -885,6 +914,11 @@ export class LabAttempt {
             const committedOffset = Number(p.offset);
             processed += this.writer.written.filter((r) => r.committed && r.topic === topic.name && r.partition === p.partition && r.offset < committedOffset).length;
           }
+        }
+        // A database lab's program may keep its offsets in the database: its rows count too.
+        if (this.database) {
+          const committed = this.writer.written.filter((r) => r.committed);
+          processed = Math.max(processed, await this.database.appliedCount(committed).catch(() => 0));
         }
         if (processed !== this.processed) {
           this.lastActivityAt = Date.now();

@@ -269,6 +269,41 @@ export const apiSpecSchema = z
   })
   .strict();
 export type ApiSpec = z.infer<typeof apiSpecSchema>;
+/** The effect one committed input must leave in the lab's database (see databaseSpecSchema). */
+export interface ExpectedEffectSpec {
+  /** Identifies the effect: what the `effects` query returns as "id" (e.g. the order id). */
+  id: string;
+  /** What the `effects` query must return as "value" for it, when the lab checks effects-correct. */
+  value?: string;
+}
+export type EffectFn = (input: SeedRecord) => ExpectedEffectSpec | null;
+
+/**
+ * Labs whose program writes to PostgreSQL. Each grade or run gets a database of its own (an
+ * embedded PGlite, or a fresh database on the server named by the lab server's DATABASE_URL),
+ * passed to the program as DATABASE_URL. The grader applies `schema` before the program starts,
+ * and after the run reads one row per applied effect with `effects`, which decides
+ * no-duplicate-effects, no-lost-effects (and effects-correct, no-aborted-reads when listed).
+ */
+export const databaseSpecSchema = z
+  .object({
+    schema: z
+      .string()
+      .min(1)
+      .describe('SQL the grader runs in the fresh database before the program starts: the tables the program writes to (name them in the env contract)'),
+    effects: z
+      .string()
+      .min(1)
+      .describe(
+        'SQL the grader runs after the run (and while it runs, to follow progress): one row per applied effect, with a column "id" (text) naming which, and for effects-correct a column "value" (text) to compare',
+      ),
+    effect: fn<EffectFn>('(input) => { id, value? } | null').describe(
+      'The effect each committed input must leave (null: none); the grader calls it for aborted inputs too, to recognise effects that must not exist',
+    ),
+    what: z.string().min(1).default('row').describe('What one effect is called in the report, e.g. "order row"'),
+  })
+  .strict();
+export type DatabaseSpec = z.infer<typeof databaseSpecSchema>;
 
 export const labDefinitionSchema = z
   .object({
@@ -320,6 +355,9 @@ export const labDefinitionSchema = z
     api: apiSpecSchema
       .optional()
       .describe('The program calls the lab HTTP API: its URL env, how inputs map to expected effects, the API faults; enables the effect checks and api-* faults'),
+    database: databaseSpecSchema
+      .optional()
+      .describe('The program writes to PostgreSQL: the schema the grader creates and how it reads the effects back (DATABASE_URL)'),
   })
   .strict();
 export type LabDefinitionInput = z.input<typeof labDefinitionSchema>;

@@ -4,7 +4,10 @@
  */
 import type { CrashPoint } from '../../../src/shared/report.ts';
 
-export type InstrumentedOp = 'send' | 'sendOffsets' | 'commit' | 'abort' | 'commitOffsets';
+export type InstrumentedOp = 'send' | 'sendOffsets' | 'commit' | 'abort' | 'commitOffsets'
+  // SQL statements through pg (pg-shim.ts): a data-changing statement, a COMMIT.
+  | 'db-write'
+  | 'db-commit';
 
 /** child -> runner */
 export type ChildEvent =

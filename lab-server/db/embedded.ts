@@ -1,0 +1,135 @@
+/**
+ * The lab server's side of one embedded PostgreSQL (embedded-child.ts): starts the child process,
+ * waits until it listens, resets it between attempts, stops it.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { KafkaIqError } from '../core/errors.ts';
+import { ROOT_DIR } from '../core/paths.ts';
+
+/** lab server -> child */
+export type EmbeddedCommand = { t: 'reset'; id: number } | { t: 'stats'; id: number } | { t: 'stop'; id?: undefined };
+/** child -> lab server */
+export type EmbeddedMessage =
+  | { t: 'ready'; port: number; startMs: number; rssMb: number }
+  | { t: 'failed'; error: string }
+  | { t: 'done'; id: number; ok: boolean; error?: string; rssMb?: number };
+
+const CHILD = path.join(ROOT_DIR, 'lab-server/db/embedded-child.mjs');
+/** PGlite compiles and boots PostgreSQL in WebAssembly: seconds on a quiet machine, more under load. */
+const START_TIMEOUT_MS = 180_000;
+
+export class EmbeddedDatabase {
+  private nextId = 1;
+  private readonly pending = new Map<number, (message: EmbeddedMessage & { t: 'done' }) => void>();
+  private exitedFlag = false;
+
+  private constructor(
+    private readonly child: ChildProcess,
+    readonly port: number,
+    /** How long PGlite took to start, inside the child. */
+    readonly startMs: number,
+    /** The child's resident memory right after the start. */
+    readonly rssMb: number,
+  ) {
+    child.on('message', (message: EmbeddedMessage) => {
+      if (message.t !== 'done') return;
+      this.pending.get(message.id)?.(message);
+      this.pending.delete(message.id);
+    });
+    // An idle database must not keep the lab server (or a CLI run) alive: only pending commands,
+    // which have timers of their own, do.
+    child.unref();
+    (child as unknown as { channel?: { unref(): void } }).channel?.unref();
+    for (const stream of [child.stdin, child.stderr] as unknown as ({ unref?: () => void } | null)[]) stream?.unref?.();
+    child.once('exit', () => {
+      this.exitedFlag = true;
+      for (const resolve of this.pending.values()) resolve({ t: 'done', id: 0, ok: false, error: 'the embedded database exited' });
+      this.pending.clear();
+    });
+  }
+
+  /** A connection string for the learner's program and the grader (user postgres, no password). */
+  get url(): string {
+    return `postgresql://postgres@127.0.0.1:${this.port}/postgres`;
+  }
+
+  get alive(): boolean {
+    return !this.exitedFlag;
+  }
+
+  static async start(): Promise<EmbeddedDatabase> {
+    // stdin is a pipe the child watches: it exits when we die, however we die (IPC closes too).
+    const child = spawn(process.execPath, [CHILD], { cwd: ROOT_DIR, stdio: ['pipe', 'ignore', 'pipe', 'ipc'] });
+    let stderr = '';
+    child.stderr!.on('data', (chunk: Buffer) => {
+      stderr = (stderr + chunk.toString()).slice(-4_000);
+    });
+    child.on('error', () => {});
+    const fail = (why: string) =>
+      new KafkaIqError(
+        'DATABASE_UNAVAILABLE',
+        `The embedded PostgreSQL (PGlite) did not start: ${why}. Check that 'npm install' completed (node_modules/@electric-sql/pglite), or set DATABASE_URL to a PostgreSQL server.`,
+      );
+    const ready = await new Promise<EmbeddedMessage & { t: 'ready' }>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        child.kill('SIGKILL');
+        reject(fail(`no answer within ${START_TIMEOUT_MS / 1000} s`));
+      }, START_TIMEOUT_MS);
+      child.on('message', (message: EmbeddedMessage) => {
+        if (message.t === 'ready') {
+          clearTimeout(timer);
+          resolve(message);
+        } else if (message.t === 'failed') {
+          clearTimeout(timer);
+          reject(fail(message.error));
+        }
+      });
+      child.once('exit', (code, signal) => {
+        clearTimeout(timer);
+        const last = stderr.trim().split('\n').filter(Boolean).pop();
+        reject(fail(`its process exited (${signal ?? `code ${code}`})${last ? `: ${last.slice(0, 300)}` : ''}`));
+      });
+    });
+    child.stderr!.removeAllListeners('data');
+    child.stderr!.resume();
+    return new EmbeddedDatabase(child, ready.port, ready.startMs, ready.rssMb);
+  }
+
+  private command(t: 'reset' | 'stats', timeoutMs: number): Promise<EmbeddedMessage & { t: 'done' }> {
+    if (!this.alive) return Promise.resolve({ t: 'done', id: 0, ok: false, error: 'the embedded database exited' });
+    const id = this.nextId++;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        resolve({ t: 'done', id, ok: false, error: `no answer within ${timeoutMs / 1000} s` });
+      }, timeoutMs);
+      this.pending.set(id, (message) => {
+        clearTimeout(timer);
+        resolve(message);
+      });
+      this.child.send({ t, id } satisfies EmbeddedCommand);
+    });
+  }
+
+  /** Closes every connection and drops everything the last attempt created. */
+  async reset(): Promise<void> {
+    const done = await this.command('reset', 30_000);
+    if (!done.ok) throw new KafkaIqError('DATABASE_UNAVAILABLE', `The embedded PostgreSQL could not be reset: ${done.error}`);
+  }
+
+  /** The child's resident memory now, in MB. */
+  async currentRssMb(): Promise<number | null> {
+    const done = await this.command('stats', 10_000);
+    return done.ok ? (done.rssMb ?? null) : null;
+  }
+
+  async stop(): Promise<void> {
+    if (!this.alive) return;
+    const exited = new Promise<void>((resolve) => this.child.once('exit', () => resolve()));
+    if (this.child.connected) this.child.send({ t: 'stop' } satisfies EmbeddedCommand);
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), 5_000);
+    await exited;
+    clearTimeout(timer);
+  }
+}

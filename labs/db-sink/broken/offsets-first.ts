@@ -1,0 +1,40 @@
+// expect-fail: no-lost-effects
+// "Never process anything twice": it commits the batch's offsets before writing the rows. The
+// writes are idempotent, but a crash after the offset commit and before the rows are written
+// skips those orders for good: the restarted consumer resumes after them.
+import { Kafka } from 'kafkajs';
+import pg from 'pg';
+
+const db = new pg.Client({ connectionString: process.env.DATABASE_URL });
+await db.connect();
+await db.query('CREATE UNIQUE INDEX IF NOT EXISTS orders_order_id_key ON orders (order_id)');
+const kafka = new Kafka({ clientId: 'order-sink', brokers: process.env.KAFKA_BROKERS!.split(',') });
+const consumer = kafka.consumer({ groupId: process.env.GROUP_ID! });
+await consumer.connect();
+await consumer.subscribe({ topic: process.env.ORDERS_TOPIC!, fromBeginning: true });
+await consumer.run({
+  autoCommit: false,
+  eachBatch: async ({ batch }) => {
+    if (batch.messages.length === 0) return;
+    await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: String(Number(batch.lastOffset()) + 1) }]);
+    await db.query('BEGIN');
+    try {
+      for (const m of batch.messages) {
+        const o = JSON.parse(m.value!.toString());
+        await db.query(
+          'INSERT INTO orders (order_id, customer, sku, quantity, amount_cents) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (order_id) DO NOTHING',
+          [o.orderId, o.customer, o.sku, o.quantity, o.quantity * o.unitPriceCents],
+        );
+      }
+      await db.query('COMMIT');
+    } catch (err) {
+      await db.query('ROLLBACK').catch(() => {});
+      throw err;
+    }
+  },
+});
+process.on('SIGTERM', async () => {
+  await consumer.disconnect();
+  await db.end();
+  process.exit(0);
+});

@@ -1,0 +1,47 @@
+// expect-fail: no-duplicate-effects
+// Keeps a dedup table in the same database transaction as the row, as the lesson says, but keys
+// it with an id made up while processing (a random UUID). A replayed order gets a new UUID, so
+// the marker never conflicts and the order is written again.
+import { randomUUID } from 'node:crypto';
+import { Kafka } from 'kafkajs';
+import pg from 'pg';
+
+const db = new pg.Client({ connectionString: process.env.DATABASE_URL });
+await db.connect();
+await db.query('CREATE TABLE IF NOT EXISTS processed_messages (message_id text PRIMARY KEY)');
+const kafka = new Kafka({ clientId: 'order-sink', brokers: process.env.KAFKA_BROKERS!.split(',') });
+const consumer = kafka.consumer({ groupId: process.env.GROUP_ID! });
+await consumer.connect();
+await consumer.subscribe({ topic: process.env.ORDERS_TOPIC!, fromBeginning: true });
+await consumer.run({
+  autoCommit: false,
+  eachBatch: async ({ batch }) => {
+    if (batch.messages.length === 0) return;
+    await db.query('BEGIN');
+    try {
+      for (const m of batch.messages) {
+        const o = JSON.parse(m.value!.toString());
+        const marker = await db.query('INSERT INTO processed_messages (message_id) VALUES ($1) ON CONFLICT DO NOTHING', [randomUUID()]);
+        if (marker.rowCount === 1) {
+          await db.query('INSERT INTO orders (order_id, customer, sku, quantity, amount_cents) VALUES ($1, $2, $3, $4, $5)', [
+            o.orderId,
+            o.customer,
+            o.sku,
+            o.quantity,
+            o.quantity * o.unitPriceCents,
+          ]);
+        }
+      }
+      await db.query('COMMIT');
+    } catch (err) {
+      await db.query('ROLLBACK').catch(() => {});
+      throw err;
+    }
+    await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: String(Number(batch.lastOffset()) + 1) }]);
+  },
+});
+process.on('SIGTERM', async () => {
+  await consumer.disconnect();
+  await db.end();
+  process.exit(0);
+});
