@@ -26,6 +26,7 @@ import { verifyRun } from './verify.ts';
 import { labApi, type ApiNamespace } from '../api/lab-api.ts';
 import { injectApiFault, insideUnitOfWork, isApiFault } from '../api/api-faults.ts';
 import { apiEffectChecks } from '../api/verify-effects.ts';
+import { TransactionTimeoutWatch } from './transaction-timeouts.ts';
 
 export type AttemptMode = 'run' | 'grade' | 'quick';
 export type ProgramInput = { kind: 'code'; code: string } | { kind: 'command'; command: string };
@@ -106,6 +107,8 @@ export class LabAttempt {
   private lastActivityAt = Date.now();
   /** Labs with an `api` block: this attempt's namespace of the lab HTTP API (lab-server/api). */
   private api: ApiNamespace | null = null;
+  /** Labs with the check no-transaction-timeouts: where __transaction_state ended at the start. */
+  private txnTimeouts: TransactionTimeoutWatch | null = null;
 
   constructor(private readonly options: AttemptOptions) {
     this.lab = options.lab;
@@ -247,6 +250,8 @@ export class LabAttempt {
     this.phase = 'verifying';
     this.emitProgress();
     this.sink.system(`All instances stopped at +${(this.elapsed() / 1000).toFixed(1)} s; verifying the output as a read_committed consumer would see it.`);
+    // no-transaction-timeouts: the coordinator's log since the start (transaction-timeouts.ts).
+    const timeoutCheck = this.txnTimeouts ? await this.maintenance.withShared(() => this.txnTimeouts!.check(this.faults, this.startedAt)) : null;
     const verification = await this.maintenance.withShared(() => verifyRun({
       kafka: this.kafka,
       brokers: this.options.brokers,
@@ -258,6 +263,7 @@ export class LabAttempt {
       startedAt: this.startedAt,
       extraChecks: [
         ...(throughput ? [throughput.check] : []),
+        ...(timeoutCheck ? [timeoutCheck] : []),
         // Labs that call the lab API: the effects it applied, against what the committed inputs ask for.
         ...(this.api && this.lab.definition.api
           ? apiEffectChecks({ api: this.lab.definition.api, effects: this.api.effects, inputs: this.writer.written, faults: this.faults, startedAt: this.startedAt })
@@ -358,6 +364,9 @@ export class LabAttempt {
     await this.maintenance.whenWhole();
     await this.waitForAllBrokers();
     await this.maintenance.withShared(() => this.createTopics());
+    if (this.options.mode !== 'run' && this.lab.definition.checks.includes('no-transaction-timeouts')) {
+      this.txnTimeouts = await TransactionTimeoutWatch.start(this.kafka, this.namespace);
+    }
     await this.writer.connect();
   }
 
