@@ -60,7 +60,7 @@ export function findTimeoutAborts(transactionalId: string, values: readonly Tran
         });
       }
     }
-    if (v.state !== 'Ongoing') ongoing = null;
+    ongoing = null; // any other state ends the open transaction
   }
   return found;
 }
