@@ -1,15 +1,18 @@
-// The clicks-per-minute job, fixed. Two stages in one program:
+// The clicks-per-minute job as the case study found it. It counts clicks per campaign in one-minute
+// windows (10 s grace) and keeps its window state in STATE_TOPIC, written in the same transaction
+// as its input offsets and restored on startup: that part is sound, leave it as it is.
 //
-//  1. counting: reads the clicks (read_committed), keeps the open windows and the stream time of
-//     each input partition, and in ONE Kafka transaction writes the windows that became final to
-//     clicks-per-minute and to the outbox, its new state to the state topic, and its input offsets.
-//     No HTTP call happens inside it: the transaction lasts as long as Kafka I/O, and an abort
-//     (or a crash) rolls back everything it did.
-//  2. sender: its own consumer group on the outbox (read_committed: it never sees a result of an
-//     aborted transaction). It POSTs each record with an Idempotency-Key made of the window
-//     (campaignId|windowStart|windowEnd), a 1 s client timeout and retries with the same key, and
-//     commits its offset only after the API answered. A crash in between repeats the POST; the key
-//     turns the repeat into a replay that applies nothing.
+// What is wrong (the symptoms of the case study):
+//  - it writes every UPDATE of a window to clicks-per-minute; the lab wants each window once, final;
+//  - it POSTs to the ranking API from inside its Kafka transaction, without an Idempotency-Key:
+//    every replay after a crash or a failed commit posts again (duplicates after each deploy);
+//  - it waits up to 30 s for the API while its transaction is open: a slow API keeps the
+//    transaction open past its timeout, the coordinator rolls it back, and the batch is redone.
+//
+// TODO: emit only final windows; write them to OUTPUT_TOPIC and to OUTBOX_TOPIC in the transaction;
+// move the POST to a second stage (its own consumer group on OUTBOX_TOPIC, read_committed) with an
+// Idempotency-Key made from the window, a short client timeout, retries with the same key, and its
+// offset committed only after the API answered. See the hints.
 import { Kafka, type KafkaMessage } from 'kafkajs';
 
 const env = (name: string): string => {
@@ -24,7 +27,6 @@ const OUTBOX_TOPIC = env('OUTBOX_TOPIC');
 const STATE_TOPIC = env('STATE_TOPIC');
 const API_URL = env('API_URL');
 const GROUP_ID = env('GROUP_ID');
-const SENDER_GROUP_ID = `${GROUP_ID}-sender`;
 
 const MINUTE_MS = 60_000;
 const GRACE_MS = 10_000;
@@ -53,9 +55,13 @@ const emptyState = (): PartitionState => ({ streamTime: -1, windows: {} });
 
 // ---- stage 1: counting --------------------------------------------------------------------------
 
-/** Adds a batch of clicks to a copy of the state; returns the new state and the windows now final. */
-function count(state: PartitionState, messages: KafkaMessage[]): { next: PartitionState; final: WindowResult[] } {
+/**
+ * Adds a batch of clicks to a copy of the state; returns the new state, the current count of every
+ * window the batch touched, and the windows now final (removed from the state).
+ */
+function count(state: PartitionState, messages: KafkaMessage[]): { next: PartitionState; touched: WindowResult[]; final: WindowResult[] } {
   const next: PartitionState = { streamTime: state.streamTime, windows: { ...state.windows } };
+  const touchedKeys = new Set<string>();
   for (const m of messages) {
     const click = JSON.parse(m.value!.toString()) as Click;
     const windowStart = Math.floor(click.ts / MINUTE_MS) * MINUTE_MS;
@@ -64,6 +70,7 @@ function count(state: PartitionState, messages: KafkaMessage[]): { next: Partiti
     if (windowStart + MINUTE_MS + GRACE_MS <= next.streamTime) continue;
     const key = `${click.campaignId}|${windowStart}`;
     next.windows[key] = (next.windows[key] ?? 0) + 1;
+    touchedKeys.add(key);
     next.streamTime = Math.max(next.streamTime, click.ts);
   }
   const final: WindowResult[] = [];
@@ -75,7 +82,12 @@ function count(state: PartitionState, messages: KafkaMessage[]): { next: Partiti
     delete next.windows[key];
   }
   final.sort((a, b) => a.windowStart - b.windowStart || a.campaignId.localeCompare(b.campaignId));
-  return { next, final };
+  const touched = [...touchedKeys].map((key) => {
+    const [campaignId, start] = key.split('|') as [string, string];
+    const clicks = next.windows[key] ?? final.find((w) => `${w.campaignId}|${w.windowStart}` === key)!.count;
+    return { campaignId, windowStart: Number(start), windowEnd: Number(start) + MINUTE_MS, count: clicks };
+  });
+  return { next, touched, final };
 }
 
 /**
@@ -125,6 +137,21 @@ await (await producer.transaction()).abort();
 const states = await restoreState();
 console.log(`restored ${states.size} partition states`);
 
+// TODO (the fix): stage 2, the sender, consumes OUTBOX_TOPIC in its own group, e.g. `${GROUP_ID}-sender`.
+void OUTBOX_TOPIC;
+
+async function postRanking(w: WindowResult): Promise<void> {
+  // TODO: no Idempotency-Key, and 30 s of patience while the transaction stays open.
+  const res = await fetch(`${API_URL}/rankings`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(w),
+    signal: AbortSignal.timeout(30_000),
+  });
+  await res.text();
+  if (!res.ok) throw new Error(`ranking API answered ${res.status} for ${w.campaignId} ${w.windowStart}`);
+}
+
 const counter = kafka.consumer({ groupId: GROUP_ID, readUncommitted: false });
 await counter.connect();
 await counter.subscribe({ topic: CLICKS_TOPIC, fromBeginning: true });
@@ -133,15 +160,16 @@ await counter.run({
   eachBatch: async ({ batch, heartbeat }) => {
     if (batch.messages.length === 0) return;
     const { partition } = batch;
-    const { next, final } = count(states.get(partition) ?? emptyState(), batch.messages);
-    const results = final.map((w) => ({ key: `${w.campaignId}|${w.windowStart}`, value: JSON.stringify(w) }));
+    const { next, touched } = count(states.get(partition) ?? emptyState(), batch.messages);
     const txn = await producer.transaction();
     try {
-      if (results.length) {
-        await txn.send({ topic: COUNTS_TOPIC, messages: results });
-        await txn.send({ topic: OUTBOX_TOPIC, messages: results });
+      for (const w of touched) {
+        // TODO: this call belongs outside the transaction (in the sender), once per final window.
+        await postRanking(w);
+        // TODO: only final windows belong in clicks-per-minute (and in the outbox).
+        await txn.send({ topic: COUNTS_TOPIC, messages: [{ key: `${w.campaignId}|${w.windowStart}`, value: JSON.stringify(w) }] });
       }
-      // The state of input partition p lives on state partition p, one record per input partition.
+      // The window state of input partition p lives on state partition p (sound: keep it).
       await txn.send({ topic: STATE_TOPIC, messages: [{ key: `p${partition}`, value: JSON.stringify(next), partition }] });
       await txn.sendOffsets({
         consumerGroupId: GROUP_ID,
@@ -150,77 +178,22 @@ await counter.run({
       await txn.commit();
     } catch (err) {
       await txn.abort().catch(() => {});
-      // The in-memory state may be ahead of or behind what is committed. Start over from the
-      // committed state: exit, and the supervisor restarts us (fencing, restore, committed offsets).
+      // Start over from the committed state: exit, and the supervisor restarts us.
       console.error(`counting transaction failed: ${(err as Error).message}; restarting`);
       process.exit(1);
     }
     states.set(partition, next);
-    if (results.length) console.log(`partition ${partition}: ${results.length} final windows (${results.map((r) => r.key).join(', ')})`);
     await heartbeat();
   },
 });
 
-// ---- stage 2: the sender ------------------------------------------------------------------------
-
-// One attempt may take ATTEMPT_TIMEOUT_MS: far below the session timeout (heartbeats go out between
-// attempts) and unrelated to any transaction, since the sender has none.
-const ATTEMPT_TIMEOUT_MS = 1_000;
-const MAX_ATTEMPTS = 40;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function postRanking(w: WindowResult, heartbeat: () => Promise<void>): Promise<void> {
-  // The window names the result: the same key on every attempt and after every restart.
-  const key = `${w.campaignId}|${w.windowStart}|${w.windowEnd}`;
-  for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-    let status = 0;
-    try {
-      const res = await fetch(`${API_URL}/rankings`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'idempotency-key': key },
-        body: JSON.stringify(w),
-        signal: AbortSignal.timeout(ATTEMPT_TIMEOUT_MS),
-      });
-      status = res.status;
-      await res.text();
-      if (res.ok) return; // applied now, or the stored answer of an earlier attempt
-    } catch {
-      // Timed out or connection lost: maybe applied, maybe not. The key makes a retry safe.
-    }
-    // 409: our earlier attempt is still in progress; 429 / 5xx: later. Other 4xx never get better.
-    if (status >= 400 && status < 500 && status !== 409 && status !== 429) throw new Error(`ranking API rejected ${key} with ${status}`);
-    await sleep(Math.min(1_000, 50 * 2 ** attempt) * (0.5 + Math.random() / 2));
-    await heartbeat();
-  }
-  throw new Error(`ranking API unavailable for ${key}`);
-}
-
-const sender = kafka.consumer({ groupId: SENDER_GROUP_ID, readUncommitted: false });
-await sender.connect();
-await sender.subscribe({ topic: OUTBOX_TOPIC, fromBeginning: true });
-await sender.run({
-  autoCommit: false,
-  eachMessage: async ({ topic, partition, message, heartbeat }) => {
-    try {
-      await postRanking(JSON.parse(message.value!.toString()) as WindowResult, heartbeat);
-    } catch (err) {
-      console.error(`${(err as Error).message}; restarting`);
-      process.exit(1); // the offset is not committed: the restart posts it again, same key
-    }
-    // After the API answered: a crash before this line repeats the POST, which the key absorbs.
-    await sender.commitOffsets([{ topic, partition, offset: String(Number(message.offset) + 1) }]);
-  },
+counter.on(counter.events.CRASH, ({ payload }) => {
+  console.error(`consumer stopped: ${payload.error.message}`);
+  process.exit(1);
 });
-
-for (const consumer of [counter, sender]) {
-  consumer.on(consumer.events.CRASH, ({ payload }) => {
-    console.error(`consumer stopped: ${payload.error.message}`);
-    process.exit(1);
-  });
-}
 
 const shutdown = async () => {
-  await Promise.all([counter.disconnect(), sender.disconnect()]).catch(() => {});
+  await counter.disconnect().catch(() => {});
   await producer.disconnect().catch(() => {});
   process.exit(0);
 };
