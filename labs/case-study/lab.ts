@@ -145,21 +145,21 @@ export default defineLab({
     'post each outbox record with Idempotency-Key campaignId|windowStart|windowEnd and a client timeout far below the transaction timeout, retrying with the same key, committing its offset after the API answered. ' +
     'The grader kills your program right after the API answered and mid-transaction, makes the API slow, fail and lose answers, then checks each window was posted exactly once, ' +
     'that a read_committed reader of OUTPUT_TOPIC sees the right final counts, and that no transaction was rolled back by its timeout. ' +
-    'Example: 4 committed clicks of k001 between 09:01:00 and 09:01:59.999 give key k001|1772442060000, value {"campaignId":"k001","windowStart":1772442060000,"windowEnd":1772442120000,"count":4}, ' +
+    'Example: 3 committed clicks of k001 between 09:01:00 and 09:01:59.999 give key k001|1772442060000, value {"campaignId":"k001","windowStart":1772442060000,"windowEnd":1772442120000,"count":3}, ' +
     'once partition 1 has seen a click at 09:02:10 or later.',
   env: [
     { name: 'KAFKA_BROKERS', description: 'Comma-separated bootstrap servers, e.g. 127.0.0.1:9092' },
     {
       name: 'INPUT_TOPIC',
       description:
-        'The clicks (3 partitions), keyed by campaign (k000 on partition 0, k001 on 1, k002 on 2), as compact JSON: {"clickId":"clk-00004","campaignId":"k001","ts":1772442054081}. ' +
+        'The clicks (3 partitions), keyed by campaign (k000 on partition 0, k001 on 1, k002 on 2), as compact JSON: {"clickId":"clk-00004","campaignId":"k001","ts":1772442054324}. ' +
         'ts is the event time (epoch ms); within a partition it only grows. 240 clicks over 16 minutes of event time, some in aborted transactions: never count those.',
     },
     {
       name: 'OUTPUT_TOPIC',
       description:
         'clicks-per-minute (3 partitions): one record per final window, key campaignId|windowStart, e.g. k001|1772442060000, ' +
-        'value {"campaignId":"k001","windowStart":1772442060000,"windowEnd":1772442120000,"count":4}. Read with read_committed by the grader.',
+        'value {"campaignId":"k001","windowStart":1772442060000,"windowEnd":1772442120000,"count":3}. Read with read_committed by the grader.',
     },
     {
       name: 'OUTBOX_TOPIC',
@@ -170,7 +170,7 @@ export default defineLab({
       name: 'STATE_TOPIC',
       description:
         'Internal (3 partitions, compacted): the counting stage\'s open windows and stream time per input partition, written in the same transaction as the results and offsets ' +
-        '(e.g. key p1 on partition 1, value {"streamTime":1772442054081,"windows":{"k001|1772442000000":3}}); read it back when the program starts. The starter already does this.',
+        '(e.g. key p1 on partition 1, value {"streamTime":1772442054324,"windows":{"k001|1772442000000":3}}); read it back when the program starts. The starter already does this.',
     },
     {
       name: 'API_URL',
