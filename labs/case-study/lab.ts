@@ -210,12 +210,12 @@ export default defineLab({
     // is a duplicate even when the count is the same. A replay under the same key applies nothing.
     count: 'applied',
     faults: {
-      // api-slow: 6 s per call, twice. A sender with a short client timeout retries (409 while the
-      // first call works, then the stored answer). A program that calls the API inside its
-      // transaction holds it open for 6 s, longer than a short transactionTimeout plus the broker's
-      // 2 s check interval: the coordinator rolls it back (no-transaction-timeouts).
+      // api-slow: one call answered 6 s late. A sender with a short client timeout retries (409
+      // while the first call works, then the stored answer). A program that calls the API inside
+      // its transaction holds it open for 6 s, longer than a short transactionTimeout plus the
+      // broker's 2 s check interval: the coordinator rolls it back (no-transaction-timeouts).
       slowMs: 6_000,
-      slowCalls: 2,
+      slowCalls: 1,
       errorStatus: 503,
       errorCalls: 2,
       // api-timeout: applied, answer held; a retry with a NEW key applies the result again.
@@ -228,6 +228,7 @@ export default defineLab({
     // with a key made from the window. kill mid-transaction / after the commit of the counting
     // stage: its state and outbox must survive. api-timeout: a retry must carry the same key.
     // api-slow: no transaction may wait for the API. api-error: 503s must be retried, not dropped.
+    // broker-restart: both stages lose their connections mid-work and must pick up where they were.
     full: [
       { kind: 'kill', at: ['after:http'] },
       { kind: 'kill', at: ['after:send', 'before:commit'], topic: 'counts' },
@@ -235,6 +236,7 @@ export default defineLab({
       { kind: 'api-slow' },
       { kind: 'kill', at: ['after:commit'], topic: 'counts' },
       { kind: 'api-error' },
+      { kind: 'broker-restart' },
     ],
     quick: [
       { kind: 'kill', at: ['after:http'] },
