@@ -1,5 +1,17 @@
 import { defineLab, type ExpectedApiEffect, type ExpectedRecord, type SeedRecord, type TransformContext } from '../../src/shared/lab.ts';
 
+// Design of the lab (issue #6, the case study of lesson 10.1.10):
+//  - The program has two stages: counting (Kafka-only transactions: results, outbox, state and
+//    input offsets together) and a sender (its own group on the outbox, POSTs with a key made of
+//    the window, offsets committed after the answer). The grader sees one program.
+//  - clicks-per-minute carries each window's FINAL count only (emit on close), unlike the lesson's
+//    job, which also streams updates: one record per window lets the grader's record checks
+//    (no-loss, no-duplicates, no-aborted-reads, transform-correct) judge it exactly, and the
+//    starter's update stream fails them.
+//  - The API effects count every application (count: 'applied'): a window result applied twice is
+//    a duplicate even with the same count; a replay under the same key is not an application.
+//  - no-transaction-timeouts reads the coordinator's log (lab-server/runner/transaction-timeouts.ts).
+
 // ---- the clicks the grader writes ---------------------------------------------------------------
 //
 // Three campaigns (k000, k001, k002): the seeder gives record `index` the key k00(index % 3) and
@@ -142,7 +154,7 @@ export default defineLab({
     'counting committed clicks only, and post it to the ranking API (POST API_URL/rankings with that value as body) exactly once. ' +
     'The starter is the job of the case study: it posts every update from inside its transaction without an Idempotency-Key and waits 30 s for the API. Fix it: ' +
     'write the results AND an outbox record (OUTBOX_TOPIC) in the transaction that commits the input offsets, and let a second stage of the same program (its own consumer group, read_committed) ' +
-    'post each outbox record with Idempotency-Key campaignId|windowStart|windowEnd and a client timeout far below the transaction timeout, retrying with the same key, committing its offset after the API answered. ' +
+    'post each outbox record with an Idempotency-Key made of the window (e.g. campaignId|windowStart|windowEnd) and a client timeout far below the transaction timeout, retrying with the same key, committing its offset after the API answered. ' +
     'The grader kills your program right after the API answered and mid-transaction, makes the API slow, fail and lose answers, then checks each window was posted exactly once, ' +
     'that a read_committed reader of OUTPUT_TOPIC sees the right final counts, and that no transaction was rolled back by its timeout. ' +
     'Example: 3 committed clicks of k001 between 09:01:00 and 09:01:59.999 give key k001|1772442060000, value {"campaignId":"k001","windowStart":1772442060000,"windowEnd":1772442120000,"count":3}, ' +
