@@ -27,6 +27,7 @@ import { verifyRun } from './verify.ts';
 import { labApi, type ApiNamespace } from '../api/lab-api.ts';
 import { injectApiFault, insideUnitOfWork, isApiFault } from '../api/api-faults.ts';
 import { apiEffectChecks } from '../api/verify-effects.ts';
+import { TransactionTimeoutWatch } from './transaction-timeouts.ts';
 
 export type AttemptMode = 'run' | 'grade' | 'quick';
 export type ProgramInput = { kind: 'code'; code: string } | { kind: 'command'; command: string };
@@ -111,6 +112,8 @@ export class LabAttempt {
   private database: AttemptDatabase | null = null;
   /** How long preparing waited for the database alone; the time limit starts after it. */
   private databaseWaitMs = 0;
+  /** Labs with the check no-transaction-timeouts: where __transaction_state ended at the start. */
+  private txnTimeouts: TransactionTimeoutWatch | null = null;
 
   constructor(private readonly options: AttemptOptions) {
     this.lab = options.lab;
@@ -257,6 +260,8 @@ export class LabAttempt {
     this.sink.system(`All instances stopped at +${(this.elapsed() / 1000).toFixed(1)} s; verifying the output as a read_committed consumer would see it.`);
     // Labs with a database: the effects, counted in the database itself.
     const effects = this.database ? await this.database.verify(this.lab.definition, this.writer.written) : null;
+    // no-transaction-timeouts: the coordinator's log since the start (transaction-timeouts.ts).
+    const timeoutCheck = this.txnTimeouts ? await this.maintenance.withShared(() => this.txnTimeouts!.check(this.faults, this.startedAt)) : null;
     const verification = await this.maintenance.withShared(() => verifyRun({
       kafka: this.kafka,
       brokers: this.options.brokers,
@@ -268,6 +273,7 @@ export class LabAttempt {
       startedAt: this.startedAt,
       extraChecks: [
         ...(throughput ? [throughput.check] : []),
+        ...(timeoutCheck ? [timeoutCheck] : []),
         // Labs that call the lab API: the effects it applied, against what the committed inputs ask for.
         ...(this.api && this.lab.definition.api
           ? apiEffectChecks({ api: this.lab.definition.api, effects: this.api.effects, inputs: this.writer.written, faults: this.faults, startedAt: this.startedAt })
@@ -365,6 +371,7 @@ export class LabAttempt {
     }
     this.phase = 'preparing';
     this.emitProgress();
+    if (this.lab.definition.api) this.api = (await labApi()).open(this.namespace);
     // The lab's database (if any) is prepared while the topics are created.
     const spec = this.lab.definition.database;
     const opening = spec ? AttemptDatabase.open(spec, this.namespace, (line) => this.sink.system(line)) : null;
@@ -375,6 +382,9 @@ export class LabAttempt {
       await this.maintenance.whenWhole();
       await this.waitForAllBrokers();
       await this.maintenance.withShared(() => this.createTopics());
+      if (this.options.mode !== 'run' && this.lab.definition.checks.includes('no-transaction-timeouts')) {
+        this.txnTimeouts = await TransactionTimeoutWatch.start(this.kafka, this.namespace);
+      }
       await this.writer.connect();
     } finally {
       // Always wait for it, so shutdown() gives back a database that arrives after a failure.
