@@ -87,7 +87,9 @@ export class EmbeddedDatabase {
       });
       child.once('exit', (code, signal) => {
         clearTimeout(timer);
-        const last = stderr.trim().split('\n').filter(Boolean).pop();
+        // Node ends a crash report with its version: the error line is the useful one.
+        const lines = stderr.trim().split('\n').filter((l) => l.trim() && !/^Node\.js v/.test(l));
+        const last = lines.find((l) => /Error\b/.test(l)) ?? lines.pop();
         reject(fail(`its process exited (${signal ?? `code ${code}`})${last ? `: ${last.slice(0, 300)}` : ''}`));
       });
     });
