@@ -90,13 +90,37 @@ export class AttemptDatabase {
     }));
   }
 
-  /** How many of these committed inputs have their effect in the database (progress while running). */
+  /**
+   * How many of these committed inputs have their effect in the database (progress while running).
+   * Several inputs may share an id (the latest value of a key wins, as in an upsert): then the
+   * inputs up to the one whose value the row holds count, not all of them as soon as the first
+   * is applied, or the grader would stop the program before the latest values are written.
+   */
   async appliedCount(committed: SeededRecord[]): Promise<number> {
-    const present = new Set((await this.rows()).map((r) => r.id));
-    return committed.filter((input) => {
+    const rows = await this.rows();
+    const present = new Set(rows.map((r) => r.id));
+    const valuesById = new Map<string, Set<string | null>>();
+    for (const r of rows) valuesById.set(r.id, (valuesById.get(r.id) ?? new Set()).add(r.value));
+    const byId = new Map<string, ExpectedEffectSpec[]>();
+    for (const input of committed) {
       const effect = this.effectOf(input);
-      return effect ? present.has(effect.id) : false;
-    }).length;
+      if (effect) byId.set(effect.id, [...(byId.get(effect.id) ?? []), effect]);
+    }
+    let applied = 0;
+    for (const [id, effects] of byId) {
+      if (!present.has(id)) continue;
+      if (effects.length === 1 || effects.some((e) => e.value === undefined)) {
+        applied += effects.length;
+        continue;
+      }
+      const values = valuesById.get(id)!;
+      let upTo = -1;
+      effects.forEach((e, i) => {
+        if (values.has(e.value!)) upTo = i;
+      });
+      applied += upTo + 1;
+    }
+    return applied;
   }
 
   /**
@@ -116,19 +140,34 @@ export class AttemptDatabase {
       const names: CheckName[] = ['no-duplicate-effects', 'no-lost-effects', 'effects-correct', 'no-aborted-reads'];
       return { checks: names.filter(wanted).map((name) => ({ name, passed: false, summary, evidence: [this.spec.effects] })), rows: 0 };
     }
+    // Inputs come in seeding order: when several committed inputs share an id, the LAST one's
+    // value is the one its row must hold (an upsert of the latest value, e.g. a window's count).
     const expected = new Map<string, { input: SeededRecord; effect: ExpectedEffectSpec }>();
     for (const input of inputs.filter((r) => r.committed)) {
       const effect = this.effectOf(input);
       if (effect) expected.set(effect.id, { input, effect });
     }
     const aborted = new Map<string, SeededRecord>();
+    // Ids that committed inputs share with aborted ones (the latest value of a key wins): a row
+    // holding a value that only an aborted input carries was read from an aborted transaction.
+    const committedValues = new Map<string, Set<string>>();
+    for (const input of inputs.filter((r) => r.committed)) {
+      const effect = this.effectOf(input);
+      if (effect?.value !== undefined) committedValues.set(effect.id, (committedValues.get(effect.id) ?? new Set()).add(effect.value));
+    }
+    const abortedValues = new Map<string, Map<string, SeededRecord>>();
     for (const input of inputs.filter((r) => !r.committed)) {
       const effect = this.effectOf(input);
       if (effect && !expected.has(effect.id)) aborted.set(effect.id, input);
+      else if (effect?.value !== undefined && !committedValues.get(effect.id)?.has(effect.value)) {
+        abortedValues.set(effect.id, (abortedValues.get(effect.id) ?? new Map()).set(effect.value, input));
+      }
     }
+    const abortedValueOf = (r: EffectRow) => (r.value === null ? undefined : abortedValues.get(r.id)?.get(r.value));
     // Effects of aborted inputs are their own check when the lab lists it; otherwise they show up
     // under no-duplicate-effects as effects no committed input asks for.
     const abortedRows = wanted('no-aborted-reads') ? rows.filter((r) => aborted.has(r.id)) : [];
+    const abortedValueRows = wanted('no-aborted-reads') ? rows.filter((r) => abortedValueOf(r)) : [];
     const counted = abortedRows.length ? rows.filter((r) => !aborted.has(r.id)) : rows;
     const checks = checkEffects(
       [...expected].map(([id, { input }]) => ({ id, source: inputLabel(input) })),
@@ -149,14 +188,19 @@ export class AttemptDatabase {
       evidence: wrong.slice(0, MAX_EVIDENCE),
     });
     const abortedIds = [...new Set(abortedRows.map((r) => r.id))];
+    const abortedEvidence = [
+      ...abortedIds.map((id) => `${what} "${id}" comes from aborted input ${inputLabel(aborted.get(id)!)}`),
+      ...abortedValueRows.map((r) => `${what} "${r.id}" holds ${show(r.value)}, the value of aborted input ${inputLabel(abortedValueOf(r)!)}`),
+    ];
+    const abortedCount = abortedIds.length + new Set(abortedValueRows.map((r) => r.id)).size;
     checks.push({
       name: 'no-aborted-reads',
-      passed: abortedIds.length === 0,
+      passed: abortedEvidence.length === 0,
       summary:
-        abortedIds.length === 0
+        abortedEvidence.length === 0
           ? `no ${what}s for any of the ${inputs.filter((r) => !r.committed).length} aborted input records`
-          : `${abortedIds.length} ${what}s come from input written in aborted transactions (read_uncommitted?)`,
-      evidence: abortedIds.slice(0, MAX_EVIDENCE).map((id) => `${what} "${id}" comes from aborted input ${inputLabel(aborted.get(id)!)}`),
+          : `${abortedCount} ${what}s come from input written in aborted transactions (read_uncommitted?)`,
+      evidence: abortedEvidence.slice(0, MAX_EVIDENCE),
     });
     return { checks: checks.filter((c) => wanted(c.name)), rows: rows.length };
   }
