@@ -158,7 +158,8 @@ export default defineLab({
       { kind: 'kill', at: ['after:send'] },
       { kind: 'kill', at: ['after:db-write'] },
       { kind: 'kill', at: ['before:commit'] },
-      { kind: 'broker-restart' },
+      // No broker-restart: it passes (the relay exits on the error and resumes from its position)
+      // but costs ~18 s of a grade, and CI runs the whole matrix.
     ],
     quick: [
       { kind: 'kill', at: ['after:db-commit'] },
