@@ -952,7 +952,10 @@ export class LabAttempt {
   // later stages may still be working when it is complete, so settling also waits for them.
 
   private get stagedPipeline(): boolean {
-    return this.lab.definition.topics.some((t) => t.role === 'internal');
+    const { topics, database } = this.lab.definition;
+    // A database lab with an output topic (the outbox relay) is a later stage too: the rows show
+    // progress first, the events follow. Settling waits for the output to be quiet and committed.
+    return topics.some((t) => t.role === 'internal') || (!!database && topics.some((t) => t.role === 'output'));
   }
 
   private readonly pipeline = { signature: '', changedAt: Date.now(), caughtUp: false, polls: 0 };
