@@ -182,6 +182,7 @@ export default defineLab({
     consumer: { sessionTimeout: 3_000, heartbeatInterval: 300, rebalanceTimeout: 5_000, maxWaitTimeInMs: 100 },
     client: { retry: { initialRetryTime: 100, maxRetryTime: 1_000, retries: 10 } },
   },
-  timeLimitMs: 120_000,
-  quickTimeLimitMs: 60_000,
+  // A cap for stuck programs, not a target (a correct program took 54-82 s on a loaded machine).
+  timeLimitMs: 180_000,
+  quickTimeLimitMs: 90_000,
 });
