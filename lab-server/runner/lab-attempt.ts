@@ -460,6 +460,15 @@ export class LabAttempt {
 
   private startSlot(slotNumber: number): Slot {
     const previous = this.slots.get(slotNumber);
+    // One live incarnation per slot (a zombie aside): an earlier one still running here (it exited
+    // and was restarted by the supervisor path while a fault was armed on it, say) would be a second
+    // copy with the same identity that no fault targets and nobody stops. Kafka's copier, which
+    // exits whenever it reaches its launch-time end, hit this and raced copies of itself.
+    const stale = previous?.current;
+    if (stale?.alive && !this.zombies.has(stale)) {
+      this.expectedExits.add(stale);
+      stale.signal('SIGKILL');
+    }
     const incarnation = (previous?.incarnation ?? 0) + 1;
     const instance = new ProgramInstance(`i${slotNumber}`, incarnation, this.source!, this.env(slotNumber));
     const slot: Slot = { slot: slotNumber, current: instance, incarnation, txnOpen: false, restartsInARow: previous?.restartsInARow ?? 0 };
@@ -503,7 +512,9 @@ export class LabAttempt {
     const delay = Math.min(2_000, 250 * Math.max(1, slot.restartsInARow));
     this.sink.system(`${instance.id} exited on its own (${reason}); restarting it in ${(delay / 1000).toFixed(1)} s, like a supervisor would.`);
     setTimeout(() => {
-      if (!this.stopping && slot.current === instance) this.startSlot(slot.slot);
+      // Slot records are replaced on every start: compare with the slot's current record, or a
+      // fault that restarted the slot meanwhile would get a second, untracked incarnation.
+      if (!this.stopping && this.slots.get(slot.slot)?.current === instance) this.startSlot(slot.slot);
     }, delay).unref();
   }
 
