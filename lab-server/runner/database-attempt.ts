@@ -5,22 +5,13 @@
  */
 import pg from 'pg';
 import type { DatabaseSpec, ExpectedEffectSpec, LabDefinition } from '../../src/shared/lab.ts';
-import type { CheckName, CheckResult, CrashPoint } from '../../src/shared/report.ts';
+import type { CheckName, CheckResult } from '../../src/shared/report.ts';
 import { describeError, KafkaIqError } from '../core/errors.ts';
 import { databasePool, type DatabaseLease } from '../db/pool.ts';
 import { checkEffects } from './effects.ts';
 import type { SeededRecord } from './seeder.ts';
 
 const MAX_EVIDENCE = 20;
-
-/**
- * Crash points in a call to another system (SQL, HTTP). A fault there lands inside an open unit
- * of work (the input is consumed, its offset not committed) even when no Kafka transaction is
- * open: such a fault tests exactly-once as much as one inside a Kafka transaction does.
- */
-export function isExternalCrashPoint(point: CrashPoint | undefined): boolean {
-  return !!point && (point.includes(':db-') || point.endsWith(':http'));
-}
 
 export interface EffectRow {
   id: string;
