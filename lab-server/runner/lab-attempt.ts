@@ -590,9 +590,16 @@ export class LabAttempt {
     const instance = slot.current;
     if (!fault.crashPoint || this.source?.kind !== 'bundle') {
       await this.writeWave(wave);
-      // Without our wrapper (a --cmd program) the broker tells us when a transaction is open.
-      if (this.source?.kind === 'command') await this.waitForOpenTransaction(3_000);
-      else await sleep(fault.delayMs);
+      // Without our wrapper (a --cmd program) the broker tells us when a transaction is open. A
+      // program may have finished the wave before we looked (Kafka's copier copies 20 records in
+      // well under a second), or still be starting (a JVM): then fresh input gives it another.
+      if (this.source?.kind === 'command') {
+        if (!(await this.waitForOpenTransaction(3_000))) {
+          const spare = this.nextWave();
+          if (spare.length) await this.writeWave(spare);
+          await this.waitForOpenTransaction(spare.length ? 8_000 : 2_000);
+        }
+      } else await sleep(fault.delayMs);
       return { instance, event: null };
     }
     const hit = this.armAt(instance, fault.crashPoint, action, fault.occurrence, fault.topic);
@@ -647,6 +654,11 @@ export class LabAttempt {
     return false;
   }
 
+  /** Whether the slot's program holds an open transaction: our wrapper says so, or for a --cmd program the broker does. */
+  private async openTransactionNow(slot: Slot): Promise<boolean | null> {
+    return this.source?.kind === 'command' ? await this.brokerSaysTransactionOpen() : slot.txnOpen;
+  }
+
   /** For programs without our wrapper: was a transaction open? The broker knows (LSO < HWM). */
   private async brokerSaysTransactionOpen(): Promise<boolean | null> {
     try {
@@ -665,14 +677,14 @@ export class LabAttempt {
         this.expectedExits.add(instance);
         instance.signal('SIGKILL');
         await instance.exited;
-        const open = event ? null : this.source?.kind === 'command' ? await this.brokerSaysTransactionOpen() : slot.txnOpen;
+        const open = event ? null : await this.openTransactionNow(slot);
         this.recordFault(fault, instance.id, event, open);
         this.startSlot(slot.slot);
         return;
       }
       case 'stop': {
         const { instance, event } = await this.armAndWrite(slot, fault, 'stop', wave);
-        const open = event ? event.txnOpen : slot.txnOpen;
+        const open = event ? event.txnOpen : await this.openTransactionNow(slot);
         this.expectedExits.add(instance);
         this.recordFault(fault, instance.id, event, open);
         await instance.stop(5_000);
@@ -683,7 +695,7 @@ export class LabAttempt {
         const { instance, event } = await this.armAndWrite(slot, fault, 'pause', wave);
         instance.pause();
         this.zombies.add(instance);
-        this.recordFault(fault, instance.id, event, event ? null : slot.txnOpen, 'paused; a replacement with the same identity starts');
+        this.recordFault(fault, instance.id, event, event ? null : await this.openTransactionNow(slot), 'paused; a replacement with the same identity starts');
         const replacement = this.startSlot(slot.slot).current;
         // New input, so the replacement has work of its own while the zombie is frozen mid-transaction.
         await this.writeWave(this.nextWave());
@@ -697,7 +709,7 @@ export class LabAttempt {
           // No IPC from a command: its commit shows as the group's offsets moving. Waking the
           // zombie before the replacement (a JVM takes seconds to start) has even fenced it would
           // test nothing, and would race two live instances instead.
-          const committedBefore = this.processed;
+          const committedBefore = await this.freshProcessed();
           const until = Date.now() + 30_000;
           while (Date.now() < until && this.processed <= committedBefore && replacement.alive) await sleep(200);
         }
@@ -809,7 +821,7 @@ export class LabAttempt {
     await this.maintenance.whenWhole();
     const { instance, event } = await this.armAndWrite(slot, fault, 'pause', wave);
     const control = this.options.control;
-    const open = event ? null : this.source?.kind === 'command' ? await this.brokerSaysTransactionOpen() : slot.txnOpen;
+    const open = event ? null : await this.openTransactionNow(slot);
     if (!control) {
       instance.resume();
       this.recordFault(fault, 'broker', event, open, 'skipped: the cluster is external (KAFKA_BROKERS), so no broker is killed');
@@ -919,6 +931,19 @@ export class LabAttempt {
   // ---- progress --------------------------------------------------------------------------------
 
   private polling = false;
+  private progressPolls = 0;
+
+  /**
+   * `processed` as of now: waits for a poll that began after this call. A poll already in flight
+   * may predate a commit the program has just made, and reading it would later make that commit
+   * look like someone else's progress (a zombie's last commit taken for its replacement's first).
+   */
+  private async freshProcessed(timeoutMs = 5_000): Promise<number> {
+    const target = this.progressPolls + 2;
+    const until = Date.now() + timeoutMs;
+    while (this.progressPolls < target && Date.now() < until) await sleep(50);
+    return this.processed;
+  }
 
   private async pollProgress(): Promise<void> {
     if (this.phase === 'compiling' || this.phase === 'done') return this.emitProgress();
@@ -954,6 +979,7 @@ export class LabAttempt {
       // The broker may be restarting (a fault): keep the last figure.
     } finally {
       this.polling = false;
+      this.progressPolls++;
     }
     this.emitProgress();
   }

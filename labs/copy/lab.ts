@@ -3,11 +3,14 @@ import { defineLab } from '../../src/shared/lab.ts';
 // Kafka's own system test (tests/kafkatest/tests/core/transactions_test.py) copies one partition
 // transactionally while brokers and copiers are bounced. This lab is that scenario, graded.
 // The copier copies up to the end offset it saw at launch and exits; the grader restarts it, like a
-// supervisor would.
+// supervisor would. It asks for its input position before initTransactions, and a read_committed
+// position waits while the group has offsets pending in an open transaction: after a crash (or
+// beside a frozen zombie) it can only go on once the broker aborts that transaction on timeout.
+// Hence a 6 s transaction timeout instead of the tool's 60 s (the broker sweeps every 2 s).
 const COPIER =
   "java -cp 'broker/lib/*' org.apache.kafka.tools.TransactionalMessageCopier --broker-list \"$KAFKA_BROKERS\" " +
   '--input-topic "$INPUT_TOPIC" --input-partition 0 --output-topic "$OUTPUT_TOPIC" --consumer-group "$GROUP_ID" ' +
-  '--transactional-id "$TRANSACTIONAL_ID" --transaction-size 20';
+  '--transactional-id "$TRANSACTIONAL_ID" --transaction-size 20 --transaction-timeout 6000';
 const CONSOLE_PIPE =
   "java -cp 'broker/lib/*' org.apache.kafka.tools.consumer.ConsoleConsumer --bootstrap-server \"$KAFKA_BROKERS\" " +
   '--topic "$INPUT_TOPIC" --group "$GROUP_ID" --from-beginning --formatter-property print.key=true --formatter-property key.separator=: ' +
