@@ -1,7 +1,13 @@
-import type { Kafka } from 'kafkajs';
+import type { Kafka, RecordMetadata, Transaction } from 'kafkajs';
 import { describeError } from '../core/errors.ts';
 import { retry } from '../core/retry.ts';
 import type { LabDefinition, SeedRecord } from '../../src/shared/lab.ts';
+
+function groupByTopic(records: SeedRecord[]): Map<string, SeedRecord[]> {
+  const byTopic = new Map<string, SeedRecord[]>();
+  for (const r of records) byTopic.set(r.topic, [...(byTopic.get(r.topic) ?? []), r]);
+  return byTopic;
+}
 
 export interface SeededRecord extends SeedRecord {
   committed: boolean;
@@ -12,6 +18,8 @@ export interface SeededRecord extends SeedRecord {
 export interface SeedTransaction {
   records: SeedRecord[];
   commit: boolean;
+  /** Held open this long (by a producer of its own) before it commits or aborts. */
+  holdMs?: number;
 }
 
 const WORDS = ['amber', 'basil', 'cedar', 'delta', 'ember', 'fjord', 'grove', 'harbor', 'island', 'juniper', 'kelp', 'lagoon'];
@@ -45,7 +53,8 @@ export function planSeedTransactions(lab: LabDefinition): SeedTransaction[] {
       cursor.txn++;
       // The last transaction always commits, so every partition ends with committed data.
       const last = cursor.written >= seed.records;
-      transactions.push({ records, commit: last || cursor.txn % seed.abortEvery !== 0 });
+      const holdMs = seed.holdOpen?.transaction === cursor.txn ? seed.holdOpen.holdMs : undefined;
+      transactions.push({ records, commit: last || cursor.txn % seed.abortEvery !== 0, ...(holdMs ? { holdMs } : {}) });
     }
   }
   return transactions;
@@ -81,9 +90,16 @@ function errorTypes(err: unknown): string {
  * transaction that fails before its outcome could be decided is written again with a fresh
  * producer, whose fencing aborts the failed one first.
  */
+interface HeldTransaction {
+  /** Ends it now instead of when its time is up (the attempt is shutting down). */
+  endNow(): void;
+  ended: Promise<void>;
+}
+
 export class InputWriter {
   private producer;
   readonly written: SeededRecord[] = [];
+  private readonly held: HeldTransaction[] = [];
 
   constructor(
     private readonly kafka: Kafka,
@@ -103,32 +119,82 @@ export class InputWriter {
 
   async write(transactions: SeedTransaction[]): Promise<void> {
     for (const txn of transactions) {
+      if (txn.holdMs) {
+        await this.holdOpen(txn, txn.holdMs);
+        continue;
+      }
       await retry(() => this.writeOne(txn), { retries: 8, minDelayMs: 250, maxDelayMs: 2_000, shouldRetry: (err) => (err as { retriable?: boolean }).retriable === true });
     }
   }
 
+  /**
+   * Begins the transaction with a producer of its own, writes its records and returns: later
+   * transactions commit around it until holdMs is up, then it commits or aborts as planned.
+   */
+  private async holdOpen(txn: SeedTransaction, holdMs: number): Promise<void> {
+    const producer = this.kafka.producer({ transactionalId: `${this.transactionalId}-held-${this.held.length + 1}`, idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    const transaction = await producer.transaction();
+    this.recordOffsets(txn, await this.sendAll(transaction, txn));
+    let endNow = () => {};
+    const due = new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, holdMs);
+      endNow = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    const ended = due
+      .then(() => (txn.commit ? transaction.commit() : transaction.abort()))
+      .finally(() => producer.disconnect().catch(() => {}));
+    // Seen by settled(); until then a failure must not surface as an unhandled rejection.
+    ended.catch(() => {});
+    this.held.push({ endNow, ended });
+  }
+
+  /** Resolves once every held transaction has ended (its planned outcome written). */
+  async settled(): Promise<void> {
+    await Promise.all(this.held.map((h) => h.ended));
+  }
+
+  private async sendAll(transaction: Transaction, txn: SeedTransaction): Promise<RecordMetadata[]> {
+    const results: RecordMetadata[] = [];
+    // One request per partition, one after the other. kafkajs sends a batch that spans several
+    // leaders as parallel requests, and when one of them fails with a retriable error (e.g.
+    // CONCURRENT_TRANSACTIONS from the coordinator) its retry can send another broker's part a
+    // second time, with new sequence numbers: duplicates inside the transaction. Measured on the
+    // 3-node cluster: 20-26 duplicates in 600 records sent 3 partitions at a time, 0 one at a time.
+    for (const [topic, records] of groupByTopic(txn.records)) {
+      for (const partition of [...new Set(records.map((r) => r.partition))]) {
+        results.push(
+          ...(await transaction.send({
+            topic: this.realTopic(topic),
+            messages: records.filter((r) => r.partition === partition).map((r) => ({ key: r.key, value: r.value, partition })),
+          })),
+        );
+      }
+    }
+    return results;
+  }
+
+  private recordOffsets(txn: SeedTransaction, results: RecordMetadata[]): void {
+    for (const [topic, records] of groupByTopic(txn.records)) {
+      const perPartition = new Map<number, number>();
+      for (const r of records) {
+        const meta = results.find((m) => m.topicName === this.realTopic(topic) && m.partition === r.partition);
+        const seen = perPartition.get(r.partition) ?? 0;
+        perPartition.set(r.partition, seen + 1);
+        this.written.push({ ...r, committed: txn.commit, offset: Number(meta?.baseOffset ?? -1) + seen });
+      }
+    }
+  }
+
   private async writeOne(txn: SeedTransaction): Promise<void> {
-    const byTopic = new Map<string, SeedRecord[]>();
-    for (const r of txn.records) byTopic.set(r.topic, [...(byTopic.get(r.topic) ?? []), r]);
-    const results: { topicName: string; partition: number; baseOffset?: string }[] = [];
+    let results: RecordMetadata[];
     let ending = false;
     try {
       const transaction = await this.producer.transaction();
-      // One request per partition, one after the other. kafkajs sends a batch that spans several
-      // leaders as parallel requests, and when one of them fails with a retriable error (e.g.
-      // CONCURRENT_TRANSACTIONS from the coordinator) its retry can send another broker's part a
-      // second time, with new sequence numbers: duplicates inside the transaction. Measured on the
-      // 3-node cluster: 20-26 duplicates in 600 records sent 3 partitions at a time, 0 one at a time.
-      for (const [topic, records] of byTopic) {
-        for (const partition of [...new Set(records.map((r) => r.partition))]) {
-          results.push(
-            ...(await transaction.send({
-              topic: this.realTopic(topic),
-              messages: records.filter((r) => r.partition === partition).map((r) => ({ key: r.key, value: r.value, partition })),
-            })),
-          );
-        }
-      }
+      results = await this.sendAll(transaction, txn);
       ending = true;
       if (txn.commit) await transaction.commit();
       else await transaction.abort();
@@ -140,18 +206,12 @@ export class InputWriter {
       const safe = !ending || !txn.commit || REJECTED_UNSENT.test(errorTypes(err));
       throw Object.assign(new Error(`seeding transaction failed (${describeError(err)})`, { cause: err }), { retriable: safe });
     }
-    for (const [topic, records] of byTopic) {
-      const perPartition = new Map<number, number>();
-      for (const r of records) {
-        const meta = results.find((m) => m.topicName === this.realTopic(topic) && m.partition === r.partition);
-        const seen = perPartition.get(r.partition) ?? 0;
-        perPartition.set(r.partition, seen + 1);
-        this.written.push({ ...r, committed: txn.commit, offset: Number(meta?.baseOffset ?? -1) + seen });
-      }
-    }
+    this.recordOffsets(txn, results);
   }
 
   async disconnect(): Promise<void> {
+    for (const h of this.held) h.endNow();
+    await Promise.all(this.held.map((h) => h.ended.catch(() => {})));
     await this.producer.disconnect().catch(() => {});
   }
 }

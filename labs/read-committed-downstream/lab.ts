@@ -81,7 +81,8 @@ export default defineLab({
     'PostgreSQL database at DATABASE_URL, ONE row per window in window_counts holding the LATEST committed count of that window (a window ' +
     'is reported several times: early, updated, final, and the final count may be lower), and one row per campaign in campaign_totals ' +
     'whose total_clicks is the sum of its windows\' current counts. Each result replaces the previous count of its window: an upsert keyed ' +
-    'by (campaign_id, window_start), never an addition. The topic also holds aborted transactions whose counts must never show up. The ' +
+    'by (campaign_id, window_start), never an addition. The topic also holds aborted transactions whose counts must never show up, one of ' +
+    'them left open for 6 s before its abort (your consumer waits behind it, then goes on). The ' +
     'grader kills your program around the database write and COMMIT and around the offset commit, then checks every window row and total. ' +
     'Example: {"campaign_id":"k001","window_start":"2025-03-01T09:02:00Z","window_end":"2025-03-01T09:03:00Z","clicks":41} followed by the ' +
     'same window with "clicks":38 leaves the row (\'k001\', 2025-03-01 09:02:00Z, 2025-03-01 09:03:00Z, 38), and k001\'s total counts 38 for it.',
@@ -108,7 +109,20 @@ export default defineLab({
   topics: [
     { name: 'clicks', env: 'CLICKS_TOPIC', partitions: 3, role: 'input', description: 'Clicks per campaign per minute, JSON, keyed by campaign' },
   ],
-  seeds: [{ topic: 'clicks', records: RECORDS, keys: CAMPAIGNS, transactionSize: PER_FIRING, abortEvery: ABORT_EVERY, value: resultValue }],
+  // The first aborted firing stays open for 6 s before its abort, as the transaction of an upstream
+  // job that hangs before it crashes does: read_committed readers stall at its first offset (the
+  // LSO) while later firings commit behind it; read_uncommitted readers take its counts at once.
+  seeds: [
+    {
+      topic: 'clicks',
+      records: RECORDS,
+      keys: CAMPAIGNS,
+      transactionSize: PER_FIRING,
+      abortEvery: ABORT_EVERY,
+      value: resultValue,
+      holdOpen: { transaction: ABORT_EVERY, holdMs: 6_000 },
+    },
+  ],
   database: {
     schema: `
       CREATE TABLE window_counts (

@@ -83,6 +83,16 @@ export const seedSpecSchema = z
       .default(4)
       .describe('Every n-th seeding transaction is aborted, so a program that reads uncommitted input is caught'),
     value: fn<SeedValueFn>('(index, key) => string').optional().describe('Builds each record value; must embed the index so values are unique'),
+    holdOpen: z
+      .object({
+        transaction: z.number().int().min(1).describe("Which of this seed's transactions (1 = the first) is held open; it keeps its planned outcome"),
+        holdMs: z.number().int().min(1_000).max(30_000).describe('How long it stays open while later transactions commit around it'),
+      })
+      .strict()
+      .optional()
+      .describe(
+        'A long-open transaction, as a slow upstream job leaves: written by a second producer and ended only after holdMs, so read_committed readers stall at its first offset (the LSO) while read_uncommitted ones see its records at once',
+      ),
   })
   .strict();
 export type SeedSpec = z.infer<typeof seedSpecSchema>;
