@@ -2,8 +2,8 @@
  * The database labs against a real PostgreSQL server instead of the embedded one: a throwaway
  * server from Debian's binaries (/usr/lib/postgresql/<version>/bin: initdb into a temp dir,
  * pg_ctl start on a free port), the lab server's database pool pointed at it through
- * DATABASE_URL, and db-sink's whole fixture matrix graded on it (a database per attempt, created
- * and dropped on that server). The server is stopped afterwards, also when a test fails.
+ * DATABASE_URL, and the whole fixture matrix of every lab with a database graded on it (a
+ * database per attempt, created and dropped on that server). The server is stopped afterwards, also when a test fails.
  *
  * In CI (CI set) missing binaries fail the test with the fix; elsewhere the file is skipped.
  */
@@ -16,6 +16,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ClusterPool } from '../lab-server/broker/cluster-pool.ts';
 import { closeDatabasePool, databasePool } from '../lab-server/db/pool.ts';
+import { listLabIds, loadLab } from '../lab-server/labs/load-lab.ts';
 import { checkLabs, type FixtureResult } from '../lab-server/runner/check-labs.ts';
 
 const MISSING = "PostgreSQL's server binaries are missing (/usr/lib/postgresql/<version>/bin/initdb): install Debian's package with 'apt-get install postgresql' (.ci/run does).";
@@ -95,6 +96,8 @@ class ThrowawayPostgres {
 }
 
 const bin = postgresBin();
+/** Every lab with a `database` block: the embedded database grades them in labs.test.ts, this server here. */
+const DATABASE_LABS = (await Promise.all(listLabIds().map((id) => loadLab(id)))).filter((lab) => lab.definition.database).map((lab) => lab.id);
 
 describe.runIf(!bin && Boolean(process.env.CI))('real PostgreSQL server (CI)', () => {
   it('has the PostgreSQL binaries', () => {
@@ -102,7 +105,7 @@ describe.runIf(!bin && Boolean(process.env.CI))('real PostgreSQL server (CI)', (
   });
 });
 
-describe.skipIf(!bin)('db-sink on a real PostgreSQL server', () => {
+describe.skipIf(!bin)('the database labs on a real PostgreSQL server', () => {
   let server: ThrowawayPostgres;
   let clusters: ClusterPool;
   let results: FixtureResult[] = [];
@@ -128,7 +131,7 @@ describe.skipIf(!bin)('db-sink on a real PostgreSQL server', () => {
         .catch(() => {});
     }, 500);
     try {
-      results = await checkLabs(['db-sink'], clusters, { parallel: 2, log: (line) => console.log(line) });
+      results = await checkLabs(DATABASE_LABS, clusters, { parallel: 3, log: (line) => console.log(line) });
     } finally {
       clearInterval(timer);
       await watcher.end().catch(() => {});
@@ -143,15 +146,16 @@ describe.skipIf(!bin)('db-sink on a real PostgreSQL server', () => {
     server?.stopNow();
   });
 
-  it('grades every db-sink fixture as declared', () => {
-    expect(results.map((r) => r.program)).toEqual(expect.arrayContaining(['solution', 'starter']));
+  it('grades every fixture of every database lab as declared', () => {
+    expect(DATABASE_LABS).toEqual(expect.arrayContaining(['db-sink', 'outbox', 'read-committed-downstream']));
+    for (const lab of DATABASE_LABS) expect(results.filter((r) => r.lab === lab).map((r) => r.program)).toEqual(expect.arrayContaining(['solution', 'starter']));
     const wrong = results.filter((r) => !r.ok).map((r) => `${r.program}: expected ${r.expected}, got ${r.got}`);
     expect(wrong).toEqual([]);
   });
 
   it('gave each attempt a database of its own and dropped it afterwards', async () => {
     expect(databasesDuring.length).toBeGreaterThanOrEqual(2);
-    for (const name of databasesDuring) expect(name).toMatch(/^kiq_kiq_check_db_sink_/);
+    for (const name of databasesDuring) expect(name).toMatch(/^kiq_kiq_check_(db_sink|outbox|read_committed_downstream)_/);
     const client = new pg.Client(server.url);
     await client.connect();
     try {

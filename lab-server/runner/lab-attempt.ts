@@ -595,8 +595,10 @@ export class LabAttempt {
       // Without our wrapper (a --cmd program) the broker tells us when a transaction is open. A
       // program may have finished the wave before we looked (Kafka's copier copies 20 records in
       // well under a second), or still be starting (a JVM): then fresh input gives it another.
+      // (Only for a program seen in a transaction before, or at the first fault while it boots: a
+      // program without transactions, a console pipe say, would just wait out the timeout.)
       if (this.source?.kind === 'command') {
-        if (!(await this.waitForOpenTransaction(3_000))) {
+        if (!(await this.waitForOpenTransaction(3_000)) && (this.transactionsSeen || this.faultsDone === 0)) {
           const spare = this.nextWave();
           if (spare.length) await this.writeWave(spare);
           await this.waitForOpenTransaction(spare.length ? 8_000 : 2_000);
@@ -646,11 +648,14 @@ export class LabAttempt {
     return record;
   }
 
+  /** Whether a --cmd program was ever caught with a transaction open. */
+  private transactionsSeen = false;
+
   /** Polls the output partitions until one has an open transaction (LSO < HWM), or the time is up. */
   private async waitForOpenTransaction(timeoutMs: number): Promise<boolean> {
     const until = Date.now() + timeoutMs;
     while (Date.now() < until) {
-      if (await this.brokerSaysTransactionOpen()) return true;
+      if (await this.brokerSaysTransactionOpen()) return (this.transactionsSeen = true);
       await sleep(2);
     }
     return false;

@@ -11,9 +11,12 @@ const COPIER =
   "java -cp 'broker/lib/*' org.apache.kafka.tools.TransactionalMessageCopier --broker-list \"$KAFKA_BROKERS\" " +
   '--input-topic "$INPUT_TOPIC" --input-partition 0 --output-topic "$OUTPUT_TOPIC" --consumer-group "$GROUP_ID" ' +
   '--transactional-id "$TRANSACTIONAL_ID" --transaction-size 20 --transaction-timeout 6000';
+// The session timeout is the one the lab gives kafkajs programs: with the Java default (45 s) a
+// restarted pipe waits for its killed predecessor to leave the group before it can read again.
 const CONSOLE_PIPE =
   "java -cp 'broker/lib/*' org.apache.kafka.tools.consumer.ConsoleConsumer --bootstrap-server \"$KAFKA_BROKERS\" " +
   '--topic "$INPUT_TOPIC" --group "$GROUP_ID" --from-beginning --formatter-property print.key=true --formatter-property key.separator=: ' +
+  '--command-property session.timeout.ms=3000 --command-property heartbeat.interval.ms=300 ' +
   "| java -cp 'broker/lib/*' org.apache.kafka.tools.ConsoleProducer --bootstrap-server \"$KAFKA_BROKERS\" " +
   '--topic "$OUTPUT_TOPIC" --reader-property parse.key=true --reader-property key.separator=:';
 
