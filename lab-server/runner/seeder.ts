@@ -109,8 +109,8 @@ export class InputWriter {
     this.producer = this.newProducer();
   }
 
-  private newProducer() {
-    return this.kafka.producer({ transactionalId: this.transactionalId, idempotent: true, maxInFlightRequests: 1 });
+  private newProducer(transactionalId = this.transactionalId) {
+    return this.kafka.producer({ transactionalId, idempotent: true, maxInFlightRequests: 1 });
   }
 
   async connect(): Promise<void> {
@@ -132,7 +132,7 @@ export class InputWriter {
    * transactions commit around it until holdMs is up, then it commits or aborts as planned.
    */
   private async holdOpen(txn: SeedTransaction, holdMs: number): Promise<void> {
-    const producer = this.kafka.producer({ transactionalId: `${this.transactionalId}-held-${this.held.length + 1}`, idempotent: true, maxInFlightRequests: 1 });
+    const producer = this.newProducer(`${this.transactionalId}-held-${this.held.length + 1}`);
     await producer.connect();
     const transaction = await producer.transaction();
     this.recordOffsets(txn, await this.sendAll(transaction, txn));
