@@ -10,6 +10,7 @@ import { ROOT_DIR } from '../core/paths.ts';
 import { retry } from '../core/retry.ts';
 import { createKafka } from '../kafka/client.ts';
 import { findTransactionCoordinator, TRANSACTION_STATE_TOPIC, waitForFullIsr } from '../kafka/coordinator.ts';
+import { fetchCommittedOffsets } from '../kafka/group-offsets.ts';
 import { maintenanceFor, type MaintenanceLock } from '../broker/maintenance.ts';
 import { OffsetsProbe, type PartitionOffsets } from '../kafka/inspect.ts';
 import type { LoadedLab } from '../labs/load-lab.ts';
@@ -1033,9 +1034,8 @@ export class LabAttempt {
     for (const topic of topics.filter((t) => t.role === 'internal')) {
       const furthest = new Map<number, number>();
       for (const groupId of groups) {
-        const [committed] = await admin.fetchOffsets({ groupId, topics: [this.realTopic(topic.name)] });
-        for (const p of committed?.partitions ?? []) {
-          if (Number(p.offset) >= 0) furthest.set(p.partition, Math.max(furthest.get(p.partition) ?? -1, Number(p.offset)));
+        for (const p of await fetchCommittedOffsets(admin, groupId, this.realTopic(topic.name))) {
+          if (p.offset >= 0) furthest.set(p.partition, Math.max(furthest.get(p.partition) ?? -1, p.offset));
         }
       }
       if (furthest.size === 0) continue; // no stage reads it through a group (a changelog, say)

@@ -7,6 +7,7 @@ import type { KafkaCluster } from '../broker/cluster.ts';
 import { KafkaIqError } from '../core/errors.ts';
 import { createKafka } from '../kafka/client.ts';
 import { OffsetsProbe, readTopic } from '../kafka/inspect.ts';
+import { fetchCommittedOffsets } from '../kafka/group-offsets.ts';
 import { listTransactions } from '../kafka/transactions.ts';
 import { loadLab } from '../labs/load-lab.ts';
 import type { LabSessionApi, ManualFault, SessionListener } from './contract.ts';
@@ -176,12 +177,12 @@ export class LabSession implements LabSessionApi {
         try {
           await admin.connect();
           const offsets = await probe.offsets(topic);
-          const [group] = await admin.fetchOffsets({ groupId: this.latest!.groupId, topics: [topic] });
+          const group = await fetchCommittedOffsets(admin, this.latest!.groupId, topic);
           return {
             what: 'offsets',
             topic,
             partitions: offsets.map((p) => {
-              const committed = Number(group?.partitions.find((g) => g.partition === p.partition)?.offset ?? -1);
+              const committed = group.find((g) => g.partition === p.partition)?.offset ?? -1;
               return { ...p, committed: committed >= 0 ? committed : null, blockedLag: p.hwm - p.lso };
             }),
           };

@@ -24,6 +24,7 @@ import type { CheckResult } from '../../src/shared/report.ts';
 import { describeError, KafkaIqError } from '../core/errors.ts';
 import { retry } from '../core/retry.ts';
 import { maintenanceFor } from '../broker/maintenance.ts';
+import { fetchCommittedOffsets } from '../kafka/group-offsets.ts';
 import type { LoadedLab } from '../labs/load-lab.ts';
 import { compileProgram } from './compile.ts';
 import { ProgramInstance, type ProgramSource } from './program-instance.ts';
@@ -225,8 +226,7 @@ class Lane {
     const inputs = [...new Set(this.writer.written.filter((r) => records.has(r.index)).map((r) => r.topic))];
     const committed = new Map<string, number>();
     for (const topic of inputs) {
-      const [offsets] = await admin.fetchOffsets({ groupId: this.groupId, topics: [this.topic(topic)] });
-      for (const p of offsets?.partitions ?? []) committed.set(`${topic}/${p.partition}`, Number(p.offset));
+      for (const p of await fetchCommittedOffsets(admin, this.groupId, this.topic(topic))) committed.set(`${topic}/${p.partition}`, p.offset);
     }
     return this.writer.written.filter((r) => records.has(r.index) && r.offset < (committed.get(`${r.topic}/${r.partition}`) ?? -1)).length;
   }

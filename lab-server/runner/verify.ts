@@ -1,6 +1,7 @@
 import type { Kafka } from 'kafkajs';
 import type { ExpectedRecord, LabDefinition } from '../../src/shared/lab.ts';
 import type { CheckName, CheckResult, FaultRecord } from '../../src/shared/report.ts';
+import { fetchCommittedOffsets } from '../kafka/group-offsets.ts';
 import { partitionOffsets, readTopic, type ReadRecord } from '../kafka/inspect.ts';
 import type { SeededRecord } from './seeder.ts';
 
@@ -211,11 +212,11 @@ export async function verifyRun(input: VerifyInput): Promise<Verification> {
   try {
     for (const topic of lab.topics.filter((t) => t.role === 'input')) {
       const real = realTopic(topic.name);
-      const [committed] = await admin.fetchOffsets({ groupId: input.groupId, topics: [real] });
+      const committed = await fetchCommittedOffsets(admin, input.groupId, real);
       const ends = await partitionOffsets(brokers, real);
       for (const end of ends) {
         const lastData = Math.max(-1, ...input.inputs.filter((r) => r.topic === topic.name && r.partition === end.partition && r.committed).map((r) => r.offset));
-        const got = Number(committed?.partitions.find((p) => p.partition === end.partition)?.offset ?? -1);
+        const got = committed.find((p) => p.partition === end.partition)?.offset ?? -1;
         if (lastData < 0) continue;
         if (got < lastData + 1 || got > end.hwm) {
           offsetFailures.push(
