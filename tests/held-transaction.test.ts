@@ -5,6 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Admin } from 'kafkajs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { MaintenanceLock } from '../lab-server/broker/maintenance.ts';
 import { partitionOffsets, readTopic } from '../lab-server/kafka/inspect.ts';
 import { InputWriter, planSeedTransactions } from '../lab-server/runner/seeder.ts';
 import { labDefinitionSchema } from '../src/shared/lab.ts';
@@ -62,6 +64,33 @@ describe('a seeding transaction held open', () => {
       expect(after!.lso).toBe(after!.hwm);
       const committed = await readTopic(kafka, brokers, topic, { isolation: 'read_committed' });
       expect(committed.records.map((r) => r.value)).toEqual(writer.written.filter((r) => r.committed).map((r) => r.value));
+    } finally {
+      await writer.disconnect();
+      await admin.deleteTopics({ topics: [topic] }).catch(() => {});
+    }
+  });
+
+  it('keeps a broker restart (an exclusive maintenance section) waiting until it has ended', async () => {
+    const topic = uniqueName('held-lock');
+    await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
+    const lock = new MaintenanceLock();
+    const writer = new InputWriter(kafka, uniqueName('seeder'), () => topic, (fn) => lock.continueShared(fn));
+    await writer.connect();
+    try {
+      const seedingStarted = Date.now();
+      const ended = lock.withShared(() => writer.write(planSeedTransactions(lab))).then(() => writer.settled());
+      // The seeding returns while its second transaction is still open; a restart asked for now...
+      await sleep(500);
+      let restartBeganAt = 0;
+      await lock.withExclusive(async () => {
+        restartBeganAt = Date.now();
+        // ...finds the held transaction already ended: LSO at the end of the log.
+        const [p] = await partitionOffsets(brokers, topic);
+        expect(p!.lso).toBe(p!.hwm);
+      });
+      await ended;
+      // Held for 3 s (lab.seeds[0].holdOpen): without the lease the restart would begin at ~0.5 s.
+      expect(restartBeganAt - seedingStarted).toBeGreaterThanOrEqual(3_000);
     } finally {
       await writer.disconnect();
       await admin.deleteTopics({ topics: [topic] }).catch(() => {});

@@ -12,6 +12,16 @@ export class MaintenanceLock {
 
   async withShared<T>(fn: () => Promise<T>): Promise<T> {
     while (this.exclusive) await this.exclusive;
+    return this.continueShared(fn);
+  }
+
+  /**
+   * A shared lease taken at once, for work begun inside withShared that outlives it: a seeding
+   * transaction held open for seconds must not span a broker restart (its EndTxn would meet a
+   * coordinator still loading). Only call it while holding a shared lease: an exclusive section
+   * may be waiting, and it waits for this one too.
+   */
+  async continueShared<T>(fn: () => Promise<T>): Promise<T> {
     this.shared++;
     try {
       return await fn();

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { asClusterSource, type ClusterHandle, type ClusterSource } from '../broker/cluster-pool.ts';
 import { describeError } from '../core/errors.ts';
+import type { DatabasePool } from '../db/pool.ts';
 import { loadLab } from '../labs/load-lab.ts';
 import type { CheckName, GradeReport } from '../../src/shared/report.ts';
 import type { SessionListener } from './contract.ts';
@@ -22,7 +23,7 @@ export async function gradeProgram(
   clusters: ClusterSource | ClusterHandle,
   labId: string,
   program: ProgramInput,
-  options: { quick?: boolean; seed?: number; listener?: SessionListener } = {},
+  options: { quick?: boolean; seed?: number; listener?: SessionListener; databases?: DatabasePool } = {},
 ): Promise<GradeReport> {
   const lab = await loadLab(labId);
   const cluster = await asClusterSource(clusters).get(lab.definition.cluster);
@@ -35,6 +36,7 @@ export async function gradeProgram(
     mode: options.quick ? 'quick' : 'grade',
     seed: options.seed,
     listener: options.listener ?? silent,
+    databases: options.databases,
   });
   try {
     return await attempt.grade();
@@ -49,6 +51,8 @@ export interface Fixture {
   input: ProgramInput;
   expect: 'pass' | 'fail';
   check?: CheckName;
+  /** A database lab's fixture graded on this pool instead of the process's (DATABASE_URL). */
+  databases?: DatabasePool;
 }
 
 /** Every program a lab folder declares, with what grading it must give (the fixture matrix). */
@@ -82,13 +86,19 @@ export function judgeFixture(fixture: Fixture, report: GradeReport): { ok: boole
  * a few at a time; broker restarts are serialised by the maintenance lock. (bench:grader grades
  * every program with the full plan, ten seeds each.)
  */
-export async function checkLabs(
-  labIds: string[],
-  clusters: ClusterSource | ClusterHandle,
-  options: { quick?: boolean; parallel?: number; log?: (line: string) => void } = {},
-): Promise<FixtureResult[]> {
+export async function checkLabs(labIds: string[], clusters: ClusterSource | ClusterHandle, options: CheckOptions = {}): Promise<FixtureResult[]> {
+  return runFixtures(await labFixtures(labIds), clusters, options);
+}
+
+export interface CheckOptions {
+  quick?: boolean;
+  parallel?: number;
+  log?: (line: string) => void;
+}
+
+/** Grades fixtures a few at a time (see checkLabs) and logs a line per fixture as it ends. */
+export async function runFixtures(fixtures: Fixture[], clusters: ClusterSource | ClusterHandle, options: CheckOptions = {}): Promise<FixtureResult[]> {
   const log = options.log ?? (() => {});
-  const fixtures = await labFixtures(labIds);
   const results: FixtureResult[] = [];
   // Programs that must pass take the full plan: start them first so the slowest finish early.
   const queue = [...fixtures.filter((f) => f.expect === 'pass'), ...fixtures.filter((f) => f.expect !== 'pass')];
@@ -101,10 +111,11 @@ export async function checkLabs(
         // A program that must fail is first graded with the lab's short plan: when that already
         // catches it on the named check, the full plan has nothing left to prove and CI saves
         // half the time. Otherwise (and always for programs that must pass) the full plan decides.
-        let report = await gradeProgram(clusters, fixture.lab, fixture.input, { quick: options.quick || fixture.expect === 'fail' });
+        const databases = fixture.databases;
+        let report = await gradeProgram(clusters, fixture.lab, fixture.input, { quick: options.quick || fixture.expect === 'fail', databases });
         ({ ok, got } = judgeFixture(fixture, report));
         if (!ok && fixture.expect === 'fail' && !options.quick) {
-          report = await gradeProgram(clusters, fixture.lab, fixture.input, {});
+          report = await gradeProgram(clusters, fixture.lab, fixture.input, { databases });
           ({ ok, got } = judgeFixture(fixture, report));
         } else if (fixture.expect === 'fail' && !options.quick) got += ' [quick plan]';
         if (!ok) got += `: ${report.message}`;

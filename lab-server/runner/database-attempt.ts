@@ -7,7 +7,7 @@ import pg from 'pg';
 import type { DatabaseSpec, ExpectedEffectSpec, LabDefinition } from '../../src/shared/lab.ts';
 import type { CheckName, CheckResult } from '../../src/shared/report.ts';
 import { describeError, KafkaIqError } from '../core/errors.ts';
-import { databasePool, type DatabaseLease } from '../db/pool.ts';
+import { databasePool, type DatabaseLease, type DatabasePool } from '../db/pool.ts';
 import { checkEffects } from './effects.ts';
 import type { SeededRecord } from './seeder.ts';
 
@@ -32,8 +32,8 @@ export class AttemptDatabase {
   ) {}
 
   /** Takes a database from the pool and applies the lab's schema. */
-  static async open(spec: DatabaseSpec, namespace: string, system: (line: string) => void): Promise<AttemptDatabase> {
-    const lease = await databasePool().acquire(namespace, system);
+  static async open(spec: DatabaseSpec, namespace: string, system: (line: string) => void, pool: DatabasePool = databasePool()): Promise<AttemptDatabase> {
+    const lease = await pool.acquire(namespace, system);
     const db = new AttemptDatabase(spec, lease);
     try {
       await db.query(spec.schema);

@@ -18,6 +18,7 @@ import type { ArmAction, ChildEvent } from './child/protocol.ts';
 import { DEFAULTS_ENV } from './child/protocol.ts';
 import { compileProgram } from './compile.ts';
 import { AttemptDatabase } from './database-attempt.ts';
+import type { DatabasePool } from '../db/pool.ts';
 import type { ManualFault, SessionListener } from './contract.ts';
 import { planFaults, randomSeed, type FaultPlan, type PlannedFault } from './fault-plan.ts';
 import { OutputSink } from './output-sink.ts';
@@ -45,6 +46,8 @@ export interface AttemptOptions {
   listener: SessionListener;
   /** How long a Run may go on before it is stopped for the learner. */
   runLimitMs?: number;
+  /** Where a database lab's attempt gets its database: the process's pool (DATABASE_URL) unless given. */
+  databases?: DatabasePool;
 }
 
 interface Slot {
@@ -124,7 +127,7 @@ export class LabAttempt {
     this.maintenance = maintenanceFor(options.brokers);
     this.workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kafkaiq-'));
     this.sink = new OutputSink((instance, stream, line) => options.listener.output(instance, stream, line), this.workDir);
-    this.writer = new InputWriter(this.kafka, `${options.namespace}-seeder`, (t) => this.realTopic(t));
+    this.writer = new InputWriter(this.kafka, `${options.namespace}-seeder`, (t) => this.realTopic(t), (fn) => this.maintenance.continueShared(fn));
   }
 
   realTopic(logical: string): string {
@@ -375,7 +378,7 @@ export class LabAttempt {
     if (this.lab.definition.api) this.api = (await labApi()).open(this.namespace);
     // The lab's database (if any) is prepared while the topics are created.
     const spec = this.lab.definition.database;
-    const opening = spec ? AttemptDatabase.open(spec, this.namespace, (line) => this.sink.system(line)) : null;
+    const opening = spec ? AttemptDatabase.open(spec, this.namespace, (line) => this.sink.system(line), this.options.databases) : null;
     let databaseError: unknown = null;
     try {
       // Replication factor 3 needs every node: one killed by a fault may still be coming back

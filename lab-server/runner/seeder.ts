@@ -101,10 +101,15 @@ export class InputWriter {
   readonly written: SeededRecord[] = [];
   private readonly held: HeldTransaction[] = [];
 
+  /**
+   * `lease` keeps the cluster from being restarted while a held transaction is open (the
+   * attempt's maintenance lock); it is called from inside write(), under the caller's lease.
+   */
   constructor(
     private readonly kafka: Kafka,
     private readonly transactionalId: string,
     private readonly realTopic: (logical: string) => string,
+    private readonly lease: <T>(fn: () => Promise<T>) => Promise<T> = (fn) => fn(),
   ) {
     this.producer = this.newProducer();
   }
@@ -144,9 +149,9 @@ export class InputWriter {
         resolve();
       };
     });
-    const ended = due
-      .then(() => (txn.commit ? transaction.commit() : transaction.abort()))
-      .finally(() => producer.disconnect().catch(() => {}));
+    const ended = this.lease(() => due.then(() => (txn.commit ? transaction.commit() : transaction.abort()))).finally(() =>
+      producer.disconnect().catch(() => {}),
+    );
     // Seen by settled(); until then a failure must not surface as an unhandled rejection.
     ended.catch(() => {});
     this.held.push({ endNow, ended });
