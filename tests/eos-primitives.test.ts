@@ -121,4 +121,27 @@ describe('transactions on the real broker', () => {
     const unblocked = await readTopic(kafka, brokers, topic, { isolation: 'read_committed' });
     expect(values(unblocked.records)).toEqual(['before', 'pending-1', 'pending-2']);
   });
+  it('(e) hides a long-open aborted transaction that ends after a later one aborted (aborted list in marker order)', async () => {
+    // The broker lists a fetch's aborted transactions in the order their abort markers were
+    // written. Here the one that began first ends last: [late-starter, early-starter]. Stock
+    // kafkajs 2.2.4 assumed the list sorted by first offset and let the early one's records
+    // through to read_committed consumers; patches/kafkajs+2.2.4.patch fixes that.
+    const topic = await newTopic('eos-overlap');
+    const early = await transactionalProducer(uniqueName('early'));
+    const late = await transactionalProducer(uniqueName('late'));
+    const ok = await transactionalProducer(uniqueName('ok'));
+    const earlyTxn = await early.transaction();
+    await earlyTxn.send({ topic, messages: [{ value: 'early-1' }, { value: 'early-2' }] });
+    const lateTxn = await late.transaction();
+    await lateTxn.send({ topic, messages: [{ value: 'late-1' }] });
+    await lateTxn.abort();
+    const okTxn = await ok.transaction();
+    await okTxn.send({ topic, messages: [{ value: 'committed-1' }] });
+    await okTxn.commit();
+    await earlyTxn.abort();
+    const committed = await readTopic(kafka, brokers, topic, { isolation: 'read_committed' });
+    expect(values(committed.records)).toEqual(['committed-1']);
+    const all = await readTopic(kafka, brokers, topic, { isolation: 'read_uncommitted' });
+    expect(values(all.records)).toEqual(['early-1', 'early-2', 'late-1', 'committed-1']);
+  });
 });

@@ -118,7 +118,13 @@ export async function runFixtures(fixtures: Fixture[], clusters: ClusterSource |
           report = await gradeProgram(clusters, fixture.lab, fixture.input, { databases });
           ({ ok, got } = judgeFixture(fixture, report));
         } else if (fixture.expect === 'fail' && !options.quick) got += ' [quick plan]';
-        if (!ok) got += `: ${report.message}`;
+        if (!ok) {
+          // What CI prints must be enough to tell a grader bug from a flaky fixture: the seed,
+          // and the first evidence of each check that went the wrong way.
+          got += `: ${report.message} (seed ${report.seed}${report.quick ? ', quick plan' : ''})`;
+          const wrongChecks = report.checks.filter((c) => (fixture.expect === 'pass' ? !c.passed : fixture.check === c.name));
+          for (const check of wrongChecks) got += `\n    ${check.passed ? '✓' : '✗'} ${check.name}: ${check.summary}${check.evidence.slice(0, 3).map((e) => `\n      ${e}`).join('')}`;
+        }
       } catch (err) {
         got = `error: ${describeError(err)}`;
         ok = false;

@@ -23,7 +23,10 @@ export function kafkajsRuntime(): Promise<string> {
     // Every module of the wrapper (child/*.ts), so a change to any of them rebuilds the runtime.
     const childDir = path.dirname(SHIM);
     const childSources = fs.readdirSync(childDir).filter((f) => f.endsWith('.ts')).sort().map((f) => path.join(childDir, f));
-    const sources = [...childSources, path.join(ROOT_DIR, 'node_modules/kafkajs/package.json')];
+    // kafkajs's version, and the patch patch-package applies to it on install (patches/).
+    const patchDir = path.join(ROOT_DIR, 'patches');
+    const patches = fs.existsSync(patchDir) ? fs.readdirSync(patchDir).filter((f) => f.startsWith('kafkajs+')).sort().map((f) => path.join(patchDir, f)) : [];
+    const sources = [...childSources, path.join(ROOT_DIR, 'node_modules/kafkajs/package.json'), ...patches];
     const digest = createHash('sha256');
     for (const file of sources) digest.update(fs.readFileSync(file));
     const outfile = path.join(RUNTIME_DIR, `kafkajs-runtime-${digest.digest('hex').slice(0, 12)}.mjs`);

@@ -10,7 +10,7 @@ import { ROOT_DIR } from '../core/paths.ts';
 import { retry } from '../core/retry.ts';
 import { createKafka } from '../kafka/client.ts';
 import { findTransactionCoordinator, TRANSACTION_STATE_TOPIC, waitForFullIsr } from '../kafka/coordinator.ts';
-import { fetchCommittedOffsets } from '../kafka/group-offsets.ts';
+import { fetchCommittedOffsets, removeGroupMember } from '../kafka/group-offsets.ts';
 import { maintenanceFor, type MaintenanceLock } from '../broker/maintenance.ts';
 import { OffsetsProbe, type PartitionOffsets } from '../kafka/inspect.ts';
 import type { LoadedLab } from '../labs/load-lab.ts';
@@ -63,6 +63,8 @@ type AimedHit = ChildEvent & { t: 'hit'; aimedAt?: string };
 
 const MAX_SELF_RESTARTS = 15;
 const HIT_TIMEOUT_MS = 5_000;
+/** How long a program that handled the new wave may sit idle, outside a transaction, before its crash point counts as unreachable. */
+const IDLE_GIVE_UP_MS = 1_500;
 const QUIET_MS = 6_000;
 /**
  * How long the grader waits before starting a killed coordinator's broker again. The node is down
@@ -488,6 +490,12 @@ export class LabAttempt {
   }
 
   private onChildEvent(slot: Slot, instance: ProgramInstance, event: ChildEvent): void {
+    if (event.t === 'member') {
+      const groups = this.members.get(instance) ?? new Map<string, string>();
+      groups.set(event.groupId, event.memberId);
+      this.members.set(instance, groups);
+      return;
+    }
     if (instance === slot.current) slot.txnOpen = event.txnOpen;
     // A commit is work getting done even when the group's offsets have not moved yet (a slow
     // machine, retries after a broker restart): it keeps the settle phase from giving up early.
@@ -499,6 +507,22 @@ export class LabAttempt {
   }
 
   private expectedExits = new WeakSet<ProgramInstance>();
+  /** The consumer-group memberships each instance last reported (group id -> member id). */
+  private readonly members = new WeakMap<ProgramInstance, Map<string, string>>();
+
+  /**
+   * After a kill fault: takes the dead instance's consumers out of their groups (LeaveGroup on its
+   * behalf). A SIGKILLed consumer sends no LeaveGroup, so its replacement's join would wait for
+   * the dead member's session timeout (3 s per kill) before the group rebalances. What is graded
+   * (fencing, aborted transactions, the replay from committed offsets) is the same either way; the
+   * zombie fault, where the session timeout is the point, never gets this. Best effort: a member
+   * the group already dropped is just gone.
+   */
+  private async removeFromGroups(instance: ProgramInstance): Promise<void> {
+    const groups = this.members.get(instance);
+    if (!groups) return;
+    for (const [groupId, memberId] of groups) await removeGroupMember(this.options.brokers, groupId, memberId).catch(() => {});
+  }
 
   private onExit(slot: Slot, instance: ProgramInstance, code: number | null, signal: NodeJS.Signals | null): void {
     this.mark('exit', instance.id, signal ? `signal ${signal}` : `code ${code}`);
@@ -559,13 +583,37 @@ export class LabAttempt {
 
   /** Arms the crash point (if any), writes the next wave, and waits for the program to reach it. */
   /** Arms a crash point and resolves with the hit, or null if the program did not reach it in time. */
-  private armAt(instance: ProgramInstance, point: CrashPoint, action: ArmAction, occurrence: number, topic?: string): Promise<(ChildEvent & { t: 'hit' }) | null> {
+  private armAt(
+    instance: ProgramInstance,
+    point: CrashPoint,
+    action: ArmAction,
+    occurrence: number,
+    topic?: string,
+    waveWrittenAt: () => number = () => Infinity,
+  ): Promise<(ChildEvent & { t: 'hit' }) | null> {
     const hit = new Promise<(ChildEvent & { t: 'hit' }) | null>((resolve) => {
+      // A program that worked on the new wave and then went idle outside a transaction will not
+      // reach the point (a program without transactions never commits one): stop waiting after
+      // IDLE_GIVE_UP_MS instead of the whole HIT_TIMEOUT_MS. Not for a point aimed at a later
+      // stage, whose input arrives only when an earlier stage commits.
+      let lastCallAt = 0;
+      let txnOpen = false;
       const onEvent = (event: ChildEvent) => {
+        if (event.t === 'member') return;
+        txnOpen = event.txnOpen;
+        if (event.t === 'call' || event.t === 'failed') lastCallAt = Date.now();
         if (event.t !== 'hit') return;
         cleanup();
         resolve(event);
       };
+      const idleCheck = topic
+        ? undefined
+        : setInterval(() => {
+            if (txnOpen || lastCallAt <= waveWrittenAt() || Date.now() - lastCallAt < IDLE_GIVE_UP_MS) return;
+            cleanup();
+            instance.send({ t: 'disarm' });
+            resolve(null);
+          }, 200);
       const onExit = () => {
         cleanup();
         resolve(null);
@@ -581,6 +629,7 @@ export class LabAttempt {
       );
       const cleanup = () => {
         clearTimeout(timer);
+        clearInterval(idleCheck);
         instance.off('event', onEvent);
         instance.off('exit', onExit);
       };
@@ -610,8 +659,10 @@ export class LabAttempt {
       } else await sleep(fault.delayMs);
       return { instance, event: null };
     }
-    const hit = this.armAt(instance, fault.crashPoint, action, fault.occurrence, fault.topic);
+    let waveWrittenAt = Infinity;
+    const hit = this.armAt(instance, fault.crashPoint, action, fault.occurrence, fault.topic, () => waveWrittenAt);
     await this.writeWave(wave);
+    waveWrittenAt = Date.now();
     let event: AimedHit | null = await hit;
     if (event && fault.topic) event = { ...event, aimedAt: fault.topic };
     // A program may never make the planned call (no transactions: no commit; no write to the
@@ -690,6 +741,7 @@ export class LabAttempt {
         await instance.exited;
         const open = event ? null : await this.openTransactionNow(slot);
         this.recordFault(fault, instance.id, event, open);
+        await this.removeFromGroups(instance);
         this.startSlot(slot.slot);
         return;
       }

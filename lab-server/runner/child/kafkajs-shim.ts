@@ -149,6 +149,7 @@ instrumentFetch((point, txnOpen) => checkpoint(point, txnOpen), () => openTransa
 
 function wrapConsumer(consumer: Any): Any {
   instrument(consumer, 'commitOffsets', 'commitOffsets', () => false);
+  consumer.on(consumer.events.GROUP_JOIN, ({ payload }: Any) => send({ t: 'member', groupId: payload.groupId, memberId: payload.memberId }));
   return consumer;
 }
 

@@ -15,7 +15,9 @@ export type ChildEvent =
   | { t: 'call'; point: CrashPoint; txnOpen: boolean; records?: number; written?: string[] }
   | { t: 'failed'; op: InstrumentedOp; txnOpen: boolean; error: string }
   /** An armed crash point was reached; for 'kill' and 'pause' the call waits for the runner. */
-  | { t: 'hit'; point: CrashPoint; action: ArmAction; txnOpen: boolean };
+  | { t: 'hit'; point: CrashPoint; action: ArmAction; txnOpen: boolean }
+  /** A consumer of the program joined its group: the grader can take a killed instance out of it. */
+  | { t: 'member'; groupId: string; memberId: string };
 
 export type ArmAction = 'kill' | 'pause' | 'stop' | 'error';
 
