@@ -1,14 +1,9 @@
-import { createRequire } from 'node:module';
 import { describeError, KafkaIqError } from '../core/errors.ts';
 import { createKafka } from './client.ts';
+import { COORDINATOR_TYPES, createInternalCluster } from './internal-cluster.ts';
 
 // kafkajs's admin has no FindCoordinator for transactions; its internal Cluster sends it (the
-// producer uses the same call). kafkajs is pinned to 2.2.4, so the internal path is stable for us.
-const require = createRequire(import.meta.url);
-const Cluster = require('kafkajs/src/cluster/index.js');
-const { createLogger, LEVELS } = require('kafkajs/src/loggers/index.js');
-const socketFactory = require('kafkajs/src/network/socketFactory.js');
-const COORDINATOR_TYPES = require('kafkajs/src/protocol/coordinatorTypes.js');
+// producer uses the same call).
 
 export const TRANSACTION_STATE_TOPIC = '__transaction_state';
 
@@ -57,10 +52,7 @@ export async function findTransactionCoordinator(brokers: string[], transactiona
 }
 
 async function askFindCoordinator(brokers: string[], transactionalId: string): Promise<number> {
-  const cluster = new Cluster({
-    logger: createLogger({ level: LEVELS.NOTHING, logCreator: () => () => {} }),
-    socketFactory: socketFactory(),
-    brokers,
+  const cluster = createInternalCluster(brokers, {
     clientId: 'kafkaiq-coordinator',
     connectionTimeout: 2_000,
     requestTimeout: 5_000,

@@ -1,6 +1,6 @@
-import { createRequire } from 'node:module';
 import type { Admin } from 'kafkajs';
 import { retry } from '../core/retry.ts';
+import { createInternalCluster } from './internal-cluster.ts';
 
 export interface CommittedOffset {
   partition: number;
@@ -29,23 +29,9 @@ export async function fetchCommittedOffsets(admin: Admin, groupId: string, topic
   return (offsets?.partitions ?? []).map((p) => ({ partition: p.partition, offset: Number(p.offset) }));
 }
 
-// kafkajs's admin has no "remove member"; its internal cluster and broker do (the consumer's own
-// disconnect uses them). kafkajs is pinned to 2.2.4, so these internal paths are stable for us.
-const require = createRequire(import.meta.url);
-const Cluster = require('kafkajs/src/cluster/index.js');
-const { createLogger, LEVELS } = require('kafkajs/src/loggers/index.js');
-const socketFactory = require('kafkajs/src/network/socketFactory.js');
-
 /** Sends LeaveGroup for a member that cannot send it itself (its process was killed). */
 export async function removeGroupMember(brokers: string[], groupId: string, memberId: string): Promise<void> {
-  const cluster = new Cluster({
-    logger: createLogger({ level: LEVELS.NOTHING, logCreator: () => () => {} }),
-    socketFactory: socketFactory(),
-    brokers,
-    clientId: 'kafkaiq-grader',
-    connectionTimeout: 3_000,
-    retry: { retries: 2 },
-  });
+  const cluster = createInternalCluster(brokers, { clientId: 'kafkaiq-grader', retry: { retries: 2 } });
   try {
     await cluster.connect();
     const coordinator = await cluster.findGroupCoordinator({ groupId });

@@ -1,15 +1,10 @@
-import { createRequire } from 'node:module';
 import type { Kafka, KafkaMessage } from 'kafkajs';
+import { createInternalCluster } from './internal-cluster.ts';
 
 // kafkajs's admin lists offsets read_committed only: its ListOffsets request leaves the isolation
 // level unset, which kafkajs's request builder turns into READ_COMMITTED, so `high` is the last
 // stable offset. The high watermark needs a request with isolation_level=0, which kafkajs's
-// internal Cluster sends when created with that level; we keep one of each.
-// kafkajs is pinned to 2.2.4, so these internal paths are stable for us.
-const require = createRequire(import.meta.url);
-const Cluster = require('kafkajs/src/cluster/index.js');
-const { createLogger, LEVELS } = require('kafkajs/src/loggers/index.js');
-const socketFactory = require('kafkajs/src/network/socketFactory.js');
+// internal Cluster (internal-cluster.ts) sends when created with that level; we keep one of each.
 
 const READ_COMMITTED = 1;
 const READ_UNCOMMITTED = 0;
@@ -25,15 +20,7 @@ export interface PartitionOffsets {
 }
 
 function createCluster(brokers: string[], isolationLevel: number) {
-  return new Cluster({
-    logger: createLogger({ level: LEVELS.NOTHING, logCreator: () => () => {} }),
-    socketFactory: socketFactory(),
-    brokers,
-    clientId: 'kafkaiq-offsets',
-    connectionTimeout: 3_000,
-    isolationLevel,
-    retry: { retries: 5 },
-  });
+  return createInternalCluster(brokers, { clientId: 'kafkaiq-offsets', isolationLevel });
 }
 
 async function listOffsets(cluster: any, topic: string, fromBeginning: boolean): Promise<Map<number, number>> {

@@ -27,6 +27,7 @@ await consumer.run({
   eachBatch: async ({ batch, resolveOffset, heartbeat }) => {
     if (batch.messages.length === 0) return;
     const txn = await producer.transaction();
+    let committing = false;
     try {
       await txn.send({
         topic: env('OUTPUT_TOPIC'),
@@ -36,9 +37,17 @@ await consumer.run({
         consumerGroupId: groupId,
         topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: String(Number(batch.lastOffset()) + 1) }] }],
       });
+      committing = true;
       await txn.commit();
     } catch (err) {
-      await txn.abort().catch(() => {});
+      // A failed commit() may have committed all the same (the coordinator decided before the reply
+      // was lost, in a broker restart say), and kafkajs can abort neither then nor after a failed
+      // abort. Redoing the batch from memory could write it twice: exit, and the fresh start fences
+      // our transactional id, which settles that transaction, then reads the committed offsets.
+      if (committing || !(await txn.abort().then(() => true, () => false))) {
+        console.error(`transaction outcome unknown (${(err as Error).message}): restarting afresh`);
+        process.exit(1);
+      }
       throw err;
     }
     resolveOffset(batch.lastOffset());

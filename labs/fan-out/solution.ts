@@ -52,6 +52,7 @@ async function processBatch({ batch, resolveOffset, heartbeat }: EachBatchPayloa
   const orders = batch.messages.map((m: KafkaMessage) => ({ key: m.key, order: JSON.parse(m.value!.toString()) as Order }));
 
   const transaction = await producer.transaction();
+  let committing = false;
   try {
     // Three topics, one transaction: a crash between these sends leaves an open transaction that
     // the restarted instance aborts, so no reader ever sees a payment without its stock movement.
@@ -67,10 +68,18 @@ async function processBatch({ batch, resolveOffset, heartbeat }: EachBatchPayloa
       consumerGroupId: groupId,
       topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: next }] }],
     });
+    committing = true;
     await transaction.commit();
   } catch (err) {
-    // Abort and rethrow: kafkajs delivers the batch again from the last committed position.
-    await transaction.abort().catch(() => {});
+    // A failed commit() may have committed all the same (the coordinator decided before the reply
+    // was lost, in a broker restart say), and kafkajs can abort neither then nor after a failed
+    // abort. Redoing the batch from memory could write it twice: exit, and the fresh start fences
+    // our transactional id, which settles that transaction, then reads the committed offsets.
+    if (committing || !(await transaction.abort().then(() => true, () => false))) {
+      console.error(`transaction outcome unknown (${(err as Error).message}): restarting afresh`);
+      process.exit(1);
+    }
+    // Aborted for sure: rethrow, and kafkajs delivers the batch again from the last resolved offset.
     throw err;
   }
   resolveOffset(batch.lastOffset());

@@ -91,15 +91,24 @@ async function processBatch({ batch, resolveOffset, heartbeat }: EachBatchPayloa
   }
   // 2. Confirmations and offsets in one transaction: committed together or not at all.
   const txn = await producer.transaction();
+  let committing = false;
   try {
     await txn.send({ topic: outputTopic, messages: confirmations });
     await txn.sendOffsets({
       consumerGroupId: groupId,
       topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: (BigInt(batch.lastOffset()) + 1n).toString() }] }],
     });
+    committing = true;
     await txn.commit();
   } catch (err) {
-    await txn.abort().catch(() => {});
+    // A failed commit() may have committed all the same (the coordinator decided before the reply
+    // was lost, in a broker restart say), and kafkajs can abort neither then nor after a failed
+    // abort. Redoing the batch from memory could write it twice: exit, and the fresh start fences
+    // our transactional id, which settles that transaction, then reads the committed offsets.
+    if (committing || !(await txn.abort().then(() => true, () => false))) {
+      console.error(`transaction outcome unknown (${(err as Error).message}): restarting afresh`);
+      process.exit(1);
+    }
     throw err; // kafkajs delivers the batch again: the same keys make the repeat harmless
   }
   resolveOffset(batch.lastOffset());

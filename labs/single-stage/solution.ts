@@ -31,6 +31,7 @@ await consumer.subscribe({ topic: inputTopic, fromBeginning: true });
 async function processBatch({ batch, resolveOffset, heartbeat }: EachBatchPayload) {
   if (batch.messages.length === 0) return;
   const transaction = await producer.transaction();
+  let committing = false;
   try {
     await transaction.send({
       topic: outputTopic,
@@ -41,10 +42,18 @@ async function processBatch({ batch, resolveOffset, heartbeat }: EachBatchPayloa
       consumerGroupId: groupId,
       topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: next }] }],
     });
+    committing = true;
     await transaction.commit();
   } catch (err) {
-    // Abort, then rethrow: kafkajs re-delivers the batch from the last committed offset.
-    await transaction.abort().catch(() => {});
+    // A failed commit() may have committed all the same (the coordinator decided before the reply
+    // was lost, in a broker restart say), and kafkajs can abort neither then nor after a failed
+    // abort. Redoing the batch from memory could write it twice: exit, and the fresh start fences
+    // our transactional id, which settles that transaction, then reads the committed offsets.
+    if (committing || !(await transaction.abort().then(() => true, () => false))) {
+      console.error(`transaction outcome unknown (${(err as Error).message}): restarting afresh`);
+      process.exit(1);
+    }
+    // Aborted for sure: rethrow, and kafkajs delivers the batch again from the last resolved offset.
     throw err;
   }
   resolveOffset(batch.lastOffset());
