@@ -21,17 +21,28 @@ await (await producer.transaction()).abort();
 await consumer.connect();
 await consumer.subscribe({ topic: env('INPUT_TOPIC'), fromBeginning: true });
 
+// The next offset to read on each partition, as far as this process has committed. After a
+// rebalance (a broker restart causes one) kafkajs reads the group's committed offsets again, and
+// the answer can predate our last commit: its offsets become visible when the commit markers
+// reach __consumer_offsets, a moment after commit() returned. Skip what we know is done.
+const doneUpTo = new Map<number, bigint>();
+
 await consumer.run({
   autoCommit: false,
   eachBatchAutoResolve: false,
   eachBatch: async ({ batch, resolveOffset, heartbeat }) => {
-    if (batch.messages.length === 0) return;
+    // Skip what this process already committed (see doneUpTo).
+    const messages = batch.messages.filter((m) => BigInt(m.offset) >= (doneUpTo.get(batch.partition) ?? 0n));
+    if (messages.length === 0) {
+      if (batch.messages.length > 0) resolveOffset(batch.lastOffset());
+      return;
+    }
     const txn = await producer.transaction();
     let committing = false;
     try {
       await txn.send({
         topic: env('OUTPUT_TOPIC'),
-        messages: batch.messages.map((m) => ({ key: m.key, value: m.value, headers: m.headers })),
+        messages: messages.map((m) => ({ key: m.key, value: m.value, headers: m.headers })),
       });
       await txn.sendOffsets({
         consumerGroupId: groupId,
@@ -50,9 +61,10 @@ await consumer.run({
       }
       throw err;
     }
+    doneUpTo.set(batch.partition, BigInt(batch.lastOffset()) + 1n);
     resolveOffset(batch.lastOffset());
     await heartbeat();
-    console.log(`copied ${batch.messages.length} records, next offset ${Number(batch.lastOffset()) + 1}`);
+    console.log(`copied ${messages.length} records, next offset ${Number(batch.lastOffset()) + 1}`);
   },
 });
 

@@ -47,9 +47,20 @@ await (await producer.transaction()).abort();
 await consumer.connect();
 await consumer.subscribe({ topic: ordersTopic, fromBeginning: true });
 
+// The next offset to read on each partition, as far as this process has committed. After a
+// rebalance (a broker restart causes one) kafkajs reads the group's committed offsets again, and
+// the answer can predate our last commit: its offsets become visible when the commit markers
+// reach __consumer_offsets, a moment after commit() returned. Skip what we know is done.
+const doneUpTo = new Map<number, bigint>();
+
 async function processBatch({ batch, resolveOffset, heartbeat }: EachBatchPayload) {
-  if (batch.messages.length === 0) return;
-  const orders = batch.messages.map((m: KafkaMessage) => ({ key: m.key, order: JSON.parse(m.value!.toString()) as Order }));
+  // Skip what this process already committed (see doneUpTo).
+  const messages = batch.messages.filter((m) => BigInt(m.offset) >= (doneUpTo.get(batch.partition) ?? 0n));
+  if (messages.length === 0) {
+    if (batch.messages.length > 0) resolveOffset(batch.lastOffset());
+    return;
+  }
+  const orders = messages.map((m: KafkaMessage) => ({ key: m.key, order: JSON.parse(m.value!.toString()) as Order }));
 
   const transaction = await producer.transaction();
   let committing = false;
@@ -82,6 +93,7 @@ async function processBatch({ batch, resolveOffset, heartbeat }: EachBatchPayloa
     // Aborted for sure: rethrow, and kafkajs delivers the batch again from the last resolved offset.
     throw err;
   }
+  doneUpTo.set(batch.partition, BigInt(batch.lastOffset()) + 1n);
   resolveOffset(batch.lastOffset());
   console.log(`fanned out ${orders.length} orders from partition ${batch.partition} up to offset ${batch.lastOffset()}`);
   await heartbeat();
