@@ -3,6 +3,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { KafkaIqError } from '../core/errors.ts';
 import { BrokerProcess, type BrokerOptions, isKafkaAt } from './broker-process.ts';
+import { maintenanceFor } from './maintenance.ts';
 
 /**
  * What the grader may do to the brokers. Only available when a KafkaIQ process started them
@@ -43,13 +44,23 @@ function controlFile(broker: BrokerProcess): string {
  */
 export async function serveControl(broker: BrokerProcess): Promise<() => Promise<void>> {
   const control = localControl(broker);
+  // A restart asked for by another process (a `kafkaiq check` in a second terminal, say) waits,
+  // like this process's own, until this process's grades have left their seeding and verifying
+  // sections, and counts as downtime for their time limits. (The other way round, this process's
+  // restarts are not known to grades in other processes: see README, "two processes, one broker".)
+  const maintenance = maintenanceFor(broker.brokers);
   const server = http.createServer((req, res) => {
     const match = /^\/(restart|nodes\/(\d+)\/(kill|start))$/.exec(req.url ?? '');
     if (req.method !== 'POST' || !match) {
       res.writeHead(404).end();
       return;
     }
-    const action = match[1] === 'restart' ? control.restart() : match[3] === 'kill' ? control.killNode(Number(match[2])) : control.startNode(Number(match[2]));
+    const action =
+      match[1] === 'restart'
+        ? maintenance.withExclusive(() => control.restart())
+        : match[3] === 'kill'
+          ? control.killNode(Number(match[2]))
+          : control.startNode(Number(match[2]));
     action.then(
       () => res.writeHead(204).end(),
       (err: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(String(err instanceof Error ? err.message : err)),
