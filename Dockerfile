@@ -4,6 +4,8 @@ FROM node:20-bookworm
 RUN apt-get update && apt-get install -y --no-install-recommends openjdk-17-jre-headless && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
+# patch-package applies patches/ (the kafkajs read_committed fix) in npm ci's postinstall.
+COPY patches ./patches
 RUN npm ci
 COPY . .
 RUN npx astro build
