@@ -520,8 +520,11 @@ export class LabAttempt {
    */
   private async removeFromGroups(instance: ProgramInstance): Promise<void> {
     const groups = this.members.get(instance);
-    if (!groups) return;
-    for (const [groupId, memberId] of groups) await removeGroupMember(this.options.brokers, groupId, memberId).catch(() => {});
+    // During a broker restart (another grade's) the group is re-formed anyway: do not hold up the
+    // replacement for it. Nor for a slow answer: at most 3 s, then the session timeout does it.
+    if (!groups || this.maintenance.isDown) return;
+    const leave = Promise.all([...groups].map(([groupId, memberId]) => removeGroupMember(this.options.brokers, groupId, memberId).catch(() => {})));
+    await Promise.race([leave, sleep(3_000)]);
   }
 
   private onExit(slot: Slot, instance: ProgramInstance, code: number | null, signal: NodeJS.Signals | null): void {
