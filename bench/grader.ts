@@ -1,5 +1,5 @@
 /**
- * npm run bench:grader [-- --runs N --quick-runs N --labs a,b --solutions-only --skip-starters --parallel N]
+ * npm run bench:grader [-- --runs N --quick-runs N --labs a,b --solutions-only --skip-starters --skip-commands --parallel N]
  * Grades every program of every lab (solution, starter, broken variants, command fixtures) N
  * times with seeds 1..N, and the solution N more times with --quick, then prints per program the
  * verdict counts against what the lab folder expects, and the median and worst grade time.
@@ -24,6 +24,7 @@ const { values } = parseArgs({
     labs: { type: 'string' },
     'solutions-only': { type: 'boolean', default: false },
     'skip-starters': { type: 'boolean', default: false },
+    'skip-commands': { type: 'boolean', default: false },
     parallel: { type: 'string', default: '1' },
     'failures-dir': { type: 'string', default: '.kafkaiq/bench-failures' },
   },
@@ -46,7 +47,8 @@ interface Row {
 }
 const fixtures = (await labFixtures(labs))
   .filter((f) => !values['solutions-only'] || f.program === 'solution')
-  .filter((f) => !values['skip-starters'] || f.program !== 'starter');
+  .filter((f) => !values['skip-starters'] || f.program !== 'starter')
+  .filter((f) => !values['skip-commands'] || f.input.kind !== 'command');
 const rows: Row[] = [];
 const jobs: { row: Row; seed: number }[] = [];
 for (const fixture of fixtures) {
