@@ -743,7 +743,9 @@ export class LabAttempt {
         instance.signal('SIGKILL');
         await instance.exited;
         const open = event ? null : await this.openTransactionNow(slot);
-        this.recordFault(fault, instance.id, event, open);
+        // Said in the report, so the quick rejoin in the timeline does not teach a wrong lesson.
+        const leaves = this.members.has(instance) && !this.maintenance.isDown;
+        this.recordFault(fault, instance.id, event, open, leaves ? 'the grader sends the LeaveGroup it could not: no wait for its session timeout' : undefined);
         await this.removeFromGroups(instance);
         this.startSlot(slot.slot);
         return;
