@@ -520,9 +520,8 @@ export class LabAttempt {
    */
   private async removeFromGroups(instance: ProgramInstance): Promise<void> {
     const groups = this.members.get(instance);
-    // During a broker restart (another grade's) the group is re-formed anyway: do not hold up the
-    // replacement for it. Nor for a slow answer: at most 3 s, then the session timeout does it.
-    if (!groups || this.maintenance.isDown) return;
+    if (!groups) return;
+    // Not waiting for a slow answer: at most 3 s, then the session timeout does it.
     const leave = Promise.all([...groups].map(([groupId, memberId]) => removeGroupMember(this.options.brokers, groupId, memberId).catch(() => {})));
     await Promise.race([leave, sleep(3_000)]);
   }
@@ -743,10 +742,12 @@ export class LabAttempt {
         instance.signal('SIGKILL');
         await instance.exited;
         const open = event ? null : await this.openTransactionNow(slot);
-        // Said in the report, so the quick rejoin in the timeline does not teach a wrong lesson.
+        // During a broker restart (another grade's) the group is re-formed anyway: no LeaveGroup
+        // to hold up the replacement. When sent, the report says so, so the quick rejoin in the
+        // timeline does not teach a wrong lesson.
         const leaves = this.members.has(instance) && !this.maintenance.isDown;
         this.recordFault(fault, instance.id, event, open, leaves ? 'the grader sends the LeaveGroup it could not: no wait for its session timeout' : undefined);
-        await this.removeFromGroups(instance);
+        if (leaves) await this.removeFromGroups(instance);
         this.startSlot(slot.slot);
         return;
       }

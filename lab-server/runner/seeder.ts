@@ -1,6 +1,7 @@
 import type { Kafka, RecordMetadata, Transaction } from 'kafkajs';
 import { describeError } from '../core/errors.ts';
 import { retry } from '../core/retry.ts';
+import { isRetriableKafkaError } from '../kafka/group-offsets.ts';
 import type { LabDefinition, SeedRecord } from '../../src/shared/lab.ts';
 
 function groupByTopic(records: SeedRecord[]): Map<string, SeedRecord[]> {
@@ -128,7 +129,7 @@ export class InputWriter {
         await this.holdOpen(txn, txn.holdMs);
         continue;
       }
-      await retry(() => this.writeOne(txn), { retries: 8, minDelayMs: 250, maxDelayMs: 2_000, shouldRetry: (err) => (err as { retriable?: boolean }).retriable === true });
+      await retry(() => this.writeOne(txn), { retries: 8, minDelayMs: 250, maxDelayMs: 2_000, shouldRetry: isRetriableKafkaError });
     }
   }
 
