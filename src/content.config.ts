@@ -1,7 +1,8 @@
-import { defineCollection, z } from 'astro:content';
+import { defineCollection } from 'astro:content';
+import { z } from 'astro/zod';
 import type { Loader, LoaderContext } from 'astro/loaders';
-import { docsLoader } from '@astrojs/starlight/loaders';
-import { docsSchema } from '@astrojs/starlight/schema';
+import { docsLoader, i18nLoader } from '@astrojs/starlight/loaders';
+import { docsSchema, i18nSchema } from '@astrojs/starlight/schema';
 
 /**
  * Lesson frontmatter contract for module 10.1.
@@ -26,7 +27,7 @@ const lessonFields = z.object({
 		.describe('Course module number of this lesson, e.g. "10.1.4" or "10.1.4.2".')
 		.optional(),
 	order: z
-		.number({ invalid_type_error: 'order must be a number, e.g. order: 4' })
+		.number({ error: 'order must be a number, e.g. order: 4' })
 		.int({ message: 'order must be an integer' })
 		.positive({ message: 'order must be a positive integer (1, 2, 3, …)' })
 		.describe('Position of the lesson in the course (1-based). Also the default sidebar order.')
@@ -54,20 +55,19 @@ const REQUIRED_FOR_LESSONS = {
 	summary: 'summary: One sentence.',
 } as const;
 
-const lessonSchema = lessonFields.transform((data, ctx) => {
-	const { [ENTRY_ID_KEY]: entryId, ...fields } = data;
-	if (entryId?.startsWith(LESSON_ID_PREFIX)) {
-		for (const [field, example] of Object.entries(REQUIRED_FOR_LESSONS)) {
-			if (fields[field as keyof typeof REQUIRED_FOR_LESSONS] === undefined) {
-				ctx.addIssue({
-					code: z.ZodIssueCode.custom,
-					path: [field],
-					message: `"${field}" is required in the frontmatter of every 10.1 lesson (e.g. ${example})`,
-				});
-			}
+// A refinement, not a transform: Starlight deep-merges an `extend` schema into its own only while it
+// is still a plain object (a zod 4 transform is a pipe, which would replace Starlight's fields).
+const lessonSchema = lessonFields.superRefine((data, ctx) => {
+	if (!data[ENTRY_ID_KEY]?.startsWith(LESSON_ID_PREFIX)) return;
+	for (const [field, example] of Object.entries(REQUIRED_FOR_LESSONS)) {
+		if (data[field as keyof typeof REQUIRED_FOR_LESSONS] === undefined) {
+			ctx.addIssue({
+				code: 'custom',
+				path: [field],
+				message: `"${field}" is required in the frontmatter of every 10.1 lesson (e.g. ${example})`,
+			});
 		}
 	}
-	return fields;
 });
 
 /**
@@ -100,6 +100,9 @@ function kafkaiqDocsLoader(): Loader {
 }
 
 export const collections = {
+	// Starlight's UI strings (src/content/i18n/en.json): declared so the build does not warn about a
+	// missing collection, and where the course words its search and 404 texts.
+	i18n: defineCollection({ loader: i18nLoader(), schema: i18nSchema() }),
 	docs: defineCollection({
 		loader: kafkaiqDocsLoader(),
 		schema: docsSchema({ extend: lessonSchema }),

@@ -83,7 +83,7 @@ describe('embedded database', () => {
     // A raw client: startup, then Parse + Bind + Execute now and Sync 300 ms later.
     const socket = net.connect(db.port, '127.0.0.1');
     const received: Buffer[] = [];
-    socket.on('data', (d) => received.push(d));
+    socket.on('data', (d: Buffer) => received.push(d));
     await new Promise((r) => socket.once('connect', r));
     const msg = (type: string, body: Buffer) => {
       const head = Buffer.alloc(5);

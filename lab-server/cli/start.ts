@@ -35,7 +35,9 @@ function siteIsStale(): boolean {
 async function buildSite(): Promise<void> {
   console.log('Building the course site (about a minute the first time)...');
   const code = await new Promise<number>((resolve) => {
-    const child = spawn(process.execPath, [path.join(ROOT_DIR, 'node_modules/astro/astro.js'), 'build', '--silent'], { cwd: ROOT_DIR, stdio: 'inherit' });
+    // Telemetry off: the course's own build is not a developer's Astro project to report on.
+    const env = { ...process.env, ASTRO_TELEMETRY_DISABLED: '1' };
+    const child = spawn(process.execPath, [path.join(ROOT_DIR, 'node_modules/astro/bin/astro.mjs'), 'build', '--silent'], { cwd: ROOT_DIR, stdio: 'inherit', env });
     child.on('close', (c) => resolve(c ?? 1));
   });
   if (code !== 0) throw new KafkaIqError('INTERNAL', `The site build failed (exit ${code}): see the output above, fix it, then run 'npm start' again.`);
@@ -47,6 +49,8 @@ async function main(): Promise<void> {
   const host = process.env.HOST ?? '127.0.0.1';
   if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new KafkaIqError('INVALID_INPUT', `PORT must be a port number, got "${process.env.PORT}".`);
 
+  // The runtime every learner program runs on (pinned in package.json; see bin/pinned-node.mjs).
+  console.log(`KafkaIQ on Node ${process.version} (pinned), ${process.platform}-${process.arch}`);
   // The single broker now; the 3-node cluster of the failover labs when a learner first needs it.
   const clusters = new ClusterPool({ log: (line) => console.log(line) });
   const cluster = await clusters.get('single');

@@ -139,7 +139,10 @@ function commandLine(source: ProgramSource, limits: InstanceLimits): string[] {
   return [
     ...guard,
     process.execPath,
-    '--experimental-permission',
+    // Node's permission model (stable since Node 22); since Node 25 it also gates the network,
+    // which a Kafka client needs.
+    '--permission',
+    '--allow-net',
     ...source.readDirs.map((dir) => `--allow-fs-read=${dir}`),
     `--allow-fs-write=${source.writeDir}`,
     '--disable-warning=ExperimentalWarning',

@@ -1,10 +1,11 @@
 /**
- * Every grade a learner runs, kept in one SQLite file (better-sqlite3, WAL) so a learner's
- * progress survives a cleared browser as long as their session id is kept.
+ * Every grade a learner runs, kept in one SQLite file (Node's built-in node:sqlite, WAL) so a
+ * learner's progress survives a cleared browser as long as their session id is kept. Built in, so
+ * installing the course compiles nothing.
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import { DatabaseSync } from 'node:sqlite';
 import { STATE_DIR } from '../core/paths.ts';
 import { KafkaIqError } from '../core/errors.ts';
 import type { AttemptSummary } from '../../src/shared/messages.ts';
@@ -62,26 +63,25 @@ interface AttemptRow {
 export function openAttemptStore(options: { file?: string } = {}): AttemptStore {
   const file = options.file ?? DEFAULT_ATTEMPTS_FILE;
   fs.mkdirSync(path.dirname(file), { recursive: true });
-  const db = new Database(file);
-  db.pragma('journal_mode = WAL');
-  db.pragma('busy_timeout = 5000');
-  migrate(db);
+  const db = new DatabaseSync(file, { timeout: 5000 });
+  db.exec('PRAGMA journal_mode = WAL');
+  migrate(db, file);
 
-  const insert = db.prepare<[string, string, string, number, number, number, string, string]>(
+  const insert = db.prepare(
     `INSERT INTO attempts (session_id, lab, verdict, seed, quick, duration_ms, created_at, report)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
   );
   const columns = 'id, lab, verdict, seed, quick, duration_ms, created_at';
-  const listAll = db.prepare<[string, number], AttemptRow>(
+  const listAll = db.prepare(
     `SELECT ${columns} FROM attempts WHERE session_id = ? ORDER BY id DESC LIMIT ?`,
   );
-  const listLab = db.prepare<[string, string, number], AttemptRow>(
+  const listLab = db.prepare(
     `SELECT ${columns} FROM attempts WHERE session_id = ? AND lab = ? ORDER BY id DESC LIMIT ?`,
   );
-  const passed = db.prepare<[string], { lab: string }>(
+  const passed = db.prepare(
     `SELECT DISTINCT lab FROM attempts WHERE session_id = ? AND verdict = 'pass' AND quick = 0 ORDER BY lab`,
   );
-  const one = db.prepare<[number, string], { report: string }>(`SELECT report FROM attempts WHERE id = ? AND session_id = ?`);
+  const one = db.prepare(`SELECT report FROM attempts WHERE id = ? AND session_id = ?`);
 
   return {
     save(sessionId, report) {
@@ -98,7 +98,8 @@ export function openAttemptStore(options: { file?: string } = {}): AttemptStore 
       return Number(result.lastInsertRowid);
     },
     history(sessionId, lab) {
-      const rows = lab === undefined ? listAll.all(sessionId, HISTORY_LIMIT) : listLab.all(sessionId, lab, HISTORY_LIMIT);
+      // node:sqlite types rows loosely; these are the columns the statements select.
+      const rows = (lab === undefined ? listAll.all(sessionId, HISTORY_LIMIT) : listLab.all(sessionId, lab, HISTORY_LIMIT)) as unknown as AttemptRow[];
       return {
         attempts: rows.map((row) => ({
           id: row.id,
@@ -109,11 +110,11 @@ export function openAttemptStore(options: { file?: string } = {}): AttemptStore 
           seed: row.seed,
           durationMs: row.duration_ms,
         })),
-        passedLabs: passed.all(sessionId).map((row) => row.lab),
+        passedLabs: (passed.all(sessionId) as unknown as { lab: string }[]).map((row) => row.lab),
       };
     },
     get(sessionId, attemptId) {
-      const row = one.get(attemptId, sessionId);
+      const row = one.get(attemptId, sessionId) as { report: string } | undefined;
       if (!row) return null;
       // Reports written by an older version are rejected here rather than misread by the browser.
       return parseWithFriendlyErrors(gradeReportSchema, JSON.parse(row.report), `Stored attempt ${attemptId}`, 'INTERNAL');
@@ -124,18 +125,23 @@ export function openAttemptStore(options: { file?: string } = {}): AttemptStore 
   };
 }
 
-function migrate(db: Database.Database): void {
-  const current = db.pragma('user_version', { simple: true }) as number;
+function migrate(db: DatabaseSync, file: string): void {
+  const { user_version: current } = db.prepare('PRAGMA user_version').get() as { user_version: number };
   if (current > MIGRATIONS.length) {
     throw new KafkaIqError(
       'INTERNAL',
-      `The attempts database is from a newer KafkaIQ (schema ${current}, this one knows ${MIGRATIONS.length}); update KafkaIQ or move ${db.name} away`,
+      `The attempts database is from a newer KafkaIQ (schema ${current}, this one knows ${MIGRATIONS.length}); update KafkaIQ or move ${file} away`,
     );
   }
   const pending = MIGRATIONS.slice(current);
   if (pending.length === 0) return;
-  db.transaction(() => {
+  db.exec('BEGIN IMMEDIATE');
+  try {
     for (const step of pending) db.exec(step);
-    db.pragma(`user_version = ${MIGRATIONS.length}`);
-  })();
+    db.exec(`PRAGMA user_version = ${MIGRATIONS.length}`);
+    db.exec('COMMIT');
+  } catch (error) {
+    db.exec('ROLLBACK');
+    throw error;
+  }
 }

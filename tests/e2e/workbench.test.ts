@@ -84,6 +84,27 @@ describe('the course in a browser', () => {
     expect(consoleErrors.filter((e) => !/favicon/.test(e))).toEqual([]);
   }, 180_000);
 
+  it('loads at most 50 KB of JavaScript on a lesson page before its lab, and search only when opened', async () => {
+    const page = await browser.newPage();
+    const scriptBytes = () =>
+      page.evaluate(() =>
+        (performance.getEntriesByType('resource') as PerformanceResourceTiming[])
+          .filter((r) => r.initiatorType === 'script' || r.name.endsWith('.js'))
+          .reduce((sum, r) => sum + r.decodedBodySize, 0),
+      );
+    await page.goto(`${baseUrl}${LESSON}`);
+    await page.waitForLoadState('networkidle');
+    await page.waitForTimeout(500); // idle callbacks (where Starlight used to load its search UI)
+    const before = await scriptBytes();
+    expect(before, `${before} bytes of JavaScript before the lab`).toBeLessThanOrEqual(50 * 1024);
+    await page.getByRole('button', { name: /search/i }).first().click();
+    const input = page.locator('#starlight__search input');
+    await input.waitFor({ timeout: 15_000 });
+    await input.fill('fencing');
+    await expect.poll(() => page.locator('#starlight__search .pagefind-ui__result').count(), { timeout: 15_000 }).toBeGreaterThan(0);
+    expect(await scriptBytes()).toBeGreaterThan(before + 50 * 1024); // Pagefind's UI arrived with the dialog
+  }, 60_000);
+
   it('grades the reference solution PASS and shows the report', async () => {
     const page = await browser.newPage();
     await openLab(page, fs.readFileSync(path.join(ROOT_DIR, 'labs/single-stage/solution.ts'), 'utf8'));

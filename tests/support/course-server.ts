@@ -11,7 +11,7 @@ export interface CourseServer {
 /** Runs `npm start`'s entry point (site build if stale, lab server) on a free port. */
 export function startCourseServer(brokers: string[]): Promise<CourseServer> {
   const log: string[] = [];
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'lab-server/cli/start.ts'], {
+  const child: ChildProcess = spawn(process.execPath, ['--disable-sigusr1', '--import', 'tsx', 'lab-server/cli/start.ts'], {
     cwd: ROOT_DIR,
     env: { ...process.env, PORT: '0', KAFKA_BROKERS: brokers.join(',') },
     stdio: ['ignore', 'pipe', 'pipe'],

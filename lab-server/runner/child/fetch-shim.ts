@@ -4,9 +4,9 @@
  * (`before:http`) or just after its response arrived (`after:http`): after the API applied the
  * effect and before the program's Kafka transaction commits, the window idempotency keys exist for.
  *
- * Only the global fetch is wrapped (what learner programs use: undici, built into Node). Node's
- * permission model (--experimental-permission, Node 20) restricts the file system, child processes
- * and workers, not the network: the loopback call to the lab API goes through as any other.
+ * Only the global fetch is wrapped (what learner programs use: undici, built into Node). The
+ * program runs under Node's permission model with --allow-net (see program-instance.ts), so the
+ * loopback call to the lab API goes through as any other connection.
  */
 import type { CrashPoint } from '../../../src/shared/report.ts';
 

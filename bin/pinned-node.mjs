@@ -1,0 +1,33 @@
+// The Node runtime KafkaIQ runs on is pinned in package.json (the `node` package from the npm
+// registry installs it into node_modules/.bin/node). npm scripts and npx put that folder first on
+// PATH, so they run it; this module, loaded first by every entry point, makes sure of it: run from
+// any other Node (`node bin/kafkaiq.mjs ...` with the host's Node 20, say), it starts the same
+// command again on the pinned runtime, or stops with one line saying how to install it.
+// Plain JavaScript on purpose: it must run on whatever Node the user has, before tsx loads.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
+
+/** The pinned version, e.g. "26.10.0" (exact, from package.json). */
+export const PINNED_NODE_VERSION = manifest.optionalDependencies?.node ?? manifest.dependencies?.node;
+/** The binary the `node` package installs. */
+export const PINNED_NODE_BINARY = path.join(ROOT, 'node_modules', 'node', 'bin', process.platform === 'win32' ? 'node.exe' : 'node');
+
+if (`v${PINNED_NODE_VERSION}` !== process.version && !process.env.KAFKAIQ_ANY_NODE) {
+  if (!fs.existsSync(PINNED_NODE_BINARY)) {
+    console.error(
+      `kafkaiq: KafkaIQ runs on Node ${PINNED_NODE_VERSION}, which is not installed (this is Node ${process.version.slice(1)}): run 'npm install' in ${ROOT}.`,
+    );
+    process.exit(2);
+  }
+  // KAFKAIQ_ANY_NODE stops a loop if the binary there is not the pinned version after all.
+  const result = spawnSync(PINNED_NODE_BINARY, [...process.execArgv, ...process.argv.slice(1)], {
+    stdio: 'inherit',
+    env: { ...process.env, KAFKAIQ_ANY_NODE: '1' },
+  });
+  process.exit(result.status ?? 1);
+}

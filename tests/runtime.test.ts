@@ -1,0 +1,59 @@
+/**
+ * One runtime for everything: the Node pinned in package.json (the `node` package, installed into
+ * node_modules/.bin) runs the tests, the lab server and every learner program, whatever Node the
+ * host has. A learner program is run the way the workbench's Run button runs it.
+ */
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, inject, it } from 'vitest';
+import { ROOT_DIR } from '../lab-server/core/paths.ts';
+import { createLabSession } from '../lab-server/runner/lab-session.ts';
+import type { SessionListener } from '../lab-server/runner/contract.ts';
+
+const manifest = JSON.parse(fs.readFileSync(path.join(ROOT_DIR, 'package.json'), 'utf8'));
+const PINNED = `v${manifest.optionalDependencies.node}`;
+
+describe('the pinned Node runtime', () => {
+  it('is an exact version, and the one running these tests', () => {
+    expect(manifest.optionalDependencies.node).toMatch(/^\d+\.\d+\.\d+$/);
+    expect(process.version).toBe(PINNED);
+    expect(fs.realpathSync(process.execPath)).toBe(fs.realpathSync(path.join(ROOT_DIR, 'node_modules/node/bin/node')));
+  });
+
+  it('runs a learner program', async () => {
+    const lines: string[] = [];
+    let sawVersion: () => void = () => {};
+    const printed = new Promise<void>((resolve) => (sawVersion = resolve));
+    const listener: SessionListener = {
+      output: (_instance, stream, line) => {
+        lines.push(`${stream}: ${line}`);
+        if (line.startsWith('runtime ')) sawVersion();
+      },
+      diagnostics: (diagnostics) => lines.push(`diagnostics: ${JSON.stringify(diagnostics)}`),
+      progress: () => {},
+      state: () => {},
+      fault: () => {},
+    };
+    const session = createLabSession({ sessionId: 'runtime-test', listener, cluster: { brokers: inject('brokers'), control: null } });
+    const program = `console.log('runtime ' + process.version);\nsetInterval(() => {}, 1000);\n`;
+    const running = session.run('single-stage', program);
+    await Promise.race([printed, running, new Promise((r) => setTimeout(r, 45_000))]);
+    await session.stop();
+    await running;
+    await session.dispose();
+    expect(lines.filter((line) => line.includes('runtime '))[0], lines.join('\n')).toBe(`stdout: runtime ${PINNED}`);
+  }, 60_000);
+
+  // These machines (and CI) have the host's own Node 20 at /usr/bin/node: an entry point started by it
+  // must end up on the pinned runtime, as \`node bin/kafkaiq.mjs\` and the npm scripts do.
+  const hostNode = ['/usr/bin/node', '/usr/local/bin/node'].find((p) => fs.existsSync(p) && fs.realpathSync(p) !== fs.realpathSync(process.execPath));
+  it.runIf(hostNode)('moves an entry point started by another Node onto the pinned one', () => {
+    const env = { ...process.env, KAFKAIQ_ANY_NODE: '' };
+    const script = spawnSync(hostNode!, ['--import', './bin/pinned-node.mjs', '-e', 'console.log(process.version)'], { cwd: ROOT_DIR, encoding: 'utf8', env });
+    expect(script.stdout.trim(), script.stderr).toBe(PINNED);
+    const cli = spawnSync(hostNode!, ['bin/kafkaiq.mjs', 'labs'], { cwd: ROOT_DIR, encoding: 'utf8', env });
+    expect(cli.status, cli.stderr).toBe(0);
+    expect(cli.stdout).toContain('single-stage');
+  });
+});
