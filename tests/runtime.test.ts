@@ -57,3 +57,36 @@ describe('the pinned Node runtime', () => {
     expect(cli.stdout).toContain('single-stage');
   });
 });
+
+describe('the install check (npm postinstall)', () => {
+  const check = (root: string, userAgent: string) =>
+    spawnSync(process.execPath, [path.join(root, 'bin/check-install.mjs')], { encoding: 'utf8', env: { ...process.env, npm_config_user_agent: userAgent } });
+
+  it('passes on this install', () => {
+    const result = check(ROOT_DIR, 'npm/11.19.1 node/v20.20.2 linux x64 workspaces/false');
+    expect(result.status, result.stderr).toBe(0);
+  });
+
+  it('refuses npm older than 9 in one line naming the fix', () => {
+    const result = check(ROOT_DIR, 'npm/8.19.4 node/v16.20.2 linux x64 workspaces/false');
+    expect(result.status).toBe(1);
+    expect(result.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^kafkaiq: installing KafkaIQ needs npm 9 or newer \(this is npm\/8\.19\.4\): run 'npm install -g npm@11'/)]);
+  });
+
+  it('says in one line what to do when the pinned runtime did not download', () => {
+    // A copy of the project without node_modules: what a failed optional download leaves behind.
+    fs.mkdirSync(path.join(ROOT_DIR, '.kafkaiq'), { recursive: true });
+    const root = fs.mkdtempSync(path.join(ROOT_DIR, '.kafkaiq', 'install-check-'));
+    try {
+      fs.mkdirSync(path.join(root, 'bin'));
+      fs.copyFileSync(path.join(ROOT_DIR, 'bin/check-install.mjs'), path.join(root, 'bin/check-install.mjs'));
+      fs.copyFileSync(path.join(ROOT_DIR, 'package.json'), path.join(root, 'package.json'));
+      const result = check(root, 'npm/11.19.1 node/v20.20.2 linux x64 workspaces/false');
+      expect(result.status).toBe(1);
+      expect(result.stderr.trim().split('\n')).toEqual([expect.stringContaining(`the pinned Node ${manifest.optionalDependencies.node} did not install`)]);
+      expect(result.stderr).toContain("run 'npm install' again");
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+});

@@ -12,6 +12,7 @@ import { ROOT_DIR } from '../core/paths.ts';
 import { redactUrl } from '../db/pool.ts';
 import { createLabSession } from '../runner/lab-session.ts';
 import { openAttemptStore } from '../server/attempt-store.ts';
+import { CLASS_VIEW_PATH, instructorTokenFromEnv } from '../server/class-view.ts';
 import { createLabServer } from '../server/lab-server.ts';
 
 const DIST = path.join(ROOT_DIR, 'dist');
@@ -36,7 +37,10 @@ async function buildSite(): Promise<void> {
   console.log('Building the course site (about a minute the first time)...');
   const code = await new Promise<number>((resolve) => {
     // Telemetry off: the course's own build is not a developer's Astro project to report on.
-    const env = { ...process.env, ASTRO_TELEMETRY_DISABLED: '1' };
+    // A production build whatever the shell says: NODE_ENV=test, or Vite's own names (DEV=1, as a
+    // vitest worker sets them) give a build whose search says it works only in production builds.
+    const env: NodeJS.ProcessEnv = { ...process.env, ASTRO_TELEMETRY_DISABLED: '1', NODE_ENV: 'production' };
+    for (const name of ['MODE', 'DEV', 'PROD', 'SSR', 'BASE_URL']) delete env[name];
     const child = spawn(process.execPath, [path.join(ROOT_DIR, 'node_modules/astro/bin/astro.mjs'), 'build', '--silent'], { cwd: ROOT_DIR, stdio: 'inherit', env });
     child.on('close', (c) => resolve(c ?? 1));
   });
@@ -48,6 +52,7 @@ async function main(): Promise<void> {
   const port = Number(process.env.PORT ?? 4321);
   const host = process.env.HOST ?? '127.0.0.1';
   if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new KafkaIqError('INVALID_INPUT', `PORT must be a port number, got "${process.env.PORT}".`);
+  const instructorToken = instructorTokenFromEnv();
 
   // The runtime every learner program runs on (pinned in package.json; see bin/pinned-node.mjs).
   console.log(`KafkaIQ on Node ${process.version} (pinned), ${process.platform}-${process.arch}`);
@@ -69,10 +74,12 @@ async function main(): Promise<void> {
       createSession: (options) => createLabSession({ ...options, cluster, clusters }),
       store,
       cluster: { brokers: cluster.brokers.join(','), brokerFaults: cluster.control !== null },
+      instructorToken,
     }).catch((err: NodeJS.ErrnoException) => {
       if (err.code === 'EADDRINUSE') throw new KafkaIqError('PORT_TAKEN', `Port ${port} is taken: stop the other program or choose another with PORT=4322 npm start.`);
       throw err;
     });
+    if (instructorToken) console.log(`Class view: ${server.url}${CLASS_VIEW_PATH}?token=<KAFKAIQ_INSTRUCTOR_TOKEN>`);
     console.log(`\nKafkaIQ is ready: ${server.url}/  (Ctrl-C to stop)`);
     const shutdown = async () => {
       console.log('\nStopping...');

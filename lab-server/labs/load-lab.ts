@@ -35,6 +35,14 @@ export function listLabIds(): string[] {
 }
 
 const cache = new Map<string, Promise<LoadedLab>>();
+/** Bumped by forgetLab: a new import URL, since Node's module cache cannot forget a module. */
+const generations = new Map<string, number>();
+
+/** The next loadLab(id) reads labs/<id>/ again (`npm run dev` calls it when the folder changes). */
+export function forgetLab(id: string): void {
+  cache.delete(id);
+  generations.set(id, (generations.get(id) ?? 0) + 1);
+}
 
 /** Loads and validates labs/<id>; every problem is one line naming the file and field. */
 export function loadLab(id: string): Promise<LoadedLab> {
@@ -53,7 +61,9 @@ async function readLab(id: string): Promise<LoadedLab> {
     throw new KafkaIqError('LAB_NOT_FOUND', `No lab "${id}"${known.length ? `: known labs are ${known.join(', ')}` : ''}.`);
   }
   const dir = path.join(LABS_DIR, id);
-  const module = await import(pathToFileURL(path.join(dir, 'lab.ts')).href);
+  const generation = generations.get(id);
+  const url = pathToFileURL(path.join(dir, 'lab.ts')).href + (generation ? `?generation=${generation}` : '');
+  const module = await import(url);
   const definition = parseWithFriendlyErrors(labDefinitionSchema, module.default, `Invalid lab "${id}" (labs/${id}/lab.ts)`, 'LAB_INVALID');
   assertConsistent(id, definition);
   const required = (name: string) => {

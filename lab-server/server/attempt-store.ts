@@ -3,6 +3,7 @@
  * learner's progress survives a cleared browser as long as their session id is kept. Built in, so
  * installing the course compiles nothing.
  */
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -22,9 +23,25 @@ export interface AttemptHistory {
   passedLabs: string[];
 }
 
+/** One learner as the instructor's class view shows them (never their session id). */
+export interface LearnerSummary {
+  /** A stable label derived from the session id (a hash prefix): not usable as a credential. */
+  label: string;
+  displayName: string | null;
+  attempts: number;
+  /** Labs with a passing full grade. */
+  passedLabs: string[];
+  /** The newest report of each lab the learner graded, newest lab first. */
+  latest: { lab: string; at: string; report: GradeReport }[];
+}
+
 export interface AttemptStore {
   /** Saves a finished grade; returns the attempt id. */
   save(sessionId: string, report: GradeReport): number;
+  /** Sets (or with null, forgets) the name the learner chose to show their instructor. */
+  setDisplayName(sessionId: string, displayName: string | null): void;
+  /** Every learner with at least one attempt or a display name, for the class view. */
+  classRoster(): LearnerSummary[];
   history(sessionId: string, lab?: string): AttemptHistory;
   /** One full report, only if it belongs to this session. */
   get(sessionId: string, attemptId: number): GradeReport | null;
@@ -48,6 +65,12 @@ const MIGRATIONS: readonly string[] = [
      report      TEXT    NOT NULL
    );
    CREATE INDEX attempts_by_session ON attempts (session_id, lab, id);`,
+  // The class view: the only thing a learner may add about themselves.
+  `CREATE TABLE learners (
+     session_id   TEXT PRIMARY KEY,
+     display_name TEXT NOT NULL,
+     updated_at   TEXT NOT NULL
+   );`,
 ];
 
 interface AttemptRow {
@@ -82,6 +105,23 @@ export function openAttemptStore(options: { file?: string } = {}): AttemptStore 
     `SELECT DISTINCT lab FROM attempts WHERE session_id = ? AND verdict = 'pass' AND quick = 0 ORDER BY lab`,
   );
   const one = db.prepare(`SELECT report FROM attempts WHERE id = ? AND session_id = ?`);
+  const upsertName = db.prepare(
+    `INSERT INTO learners (session_id, display_name, updated_at) VALUES (?, ?, ?)
+     ON CONFLICT (session_id) DO UPDATE SET display_name = excluded.display_name, updated_at = excluded.updated_at`,
+  );
+  const deleteName = db.prepare(`DELETE FROM learners WHERE session_id = ?`);
+  const roster = db.prepare(
+    `SELECT s.session_id AS session_id, l.display_name AS display_name,
+            (SELECT COUNT(*) FROM attempts a WHERE a.session_id = s.session_id) AS attempts
+       FROM (SELECT session_id FROM attempts UNION SELECT session_id FROM learners) s
+       LEFT JOIN learners l ON l.session_id = s.session_id
+      ORDER BY COALESCE(l.display_name, s.session_id)`,
+  );
+  const latestPerLab = db.prepare(
+    `SELECT lab, created_at, report FROM attempts
+      WHERE id IN (SELECT MAX(id) FROM attempts WHERE session_id = ? GROUP BY lab)
+      ORDER BY id DESC`,
+  );
 
   return {
     save(sessionId, report) {
@@ -112,6 +152,24 @@ export function openAttemptStore(options: { file?: string } = {}): AttemptStore 
         })),
         passedLabs: (passed.all(sessionId) as unknown as { lab: string }[]).map((row) => row.lab),
       };
+    },
+    setDisplayName(sessionId, displayName) {
+      if (displayName === null) deleteName.run(sessionId);
+      else upsertName.run(sessionId, displayName, new Date().toISOString());
+    },
+    classRoster() {
+      const learners = roster.all() as unknown as { session_id: string; display_name: string | null; attempts: number }[];
+      return learners.map((row) => ({
+        label: `learner ${createHash('sha256').update(row.session_id).digest('hex').slice(0, 8)}`,
+        displayName: row.display_name,
+        attempts: Number(row.attempts),
+        passedLabs: (passed.all(row.session_id) as unknown as { lab: string }[]).map((r) => r.lab),
+        latest: (latestPerLab.all(row.session_id) as unknown as { lab: string; created_at: string; report: string }[]).map((r) => ({
+          lab: r.lab,
+          at: r.created_at,
+          report: parseWithFriendlyErrors(gradeReportSchema, JSON.parse(r.report), `Stored attempt of ${r.lab}`, 'INTERNAL'),
+        })),
+      }));
     },
     get(sessionId, attemptId) {
       const row = one.get(attemptId, sessionId) as { report: string } | undefined;

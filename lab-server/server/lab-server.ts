@@ -9,6 +9,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { describeError } from '../core/errors.ts';
 import type { AttemptStore } from './attempt-store.ts';
 import { handleAttemptsApi } from './attempts-api.ts';
+import { handleClassView } from './class-view.ts';
 import { LabConnection, type ClusterInfo, type CreateSession } from './lab-connection.ts';
 import { createStaticHandler } from './static-files.ts';
 
@@ -44,6 +45,8 @@ export interface LabServerOptions {
    * Browsers always send Origin: this stops other web sites from running programs through it.
    */
   allowedOrigins?: string[];
+  /** Turns on the instructor's class view at /instructor (see class-view.ts). */
+  instructorToken?: string;
 }
 
 export interface LabServer {
@@ -63,6 +66,7 @@ export async function createLabServer(options: LabServerOptions): Promise<LabSer
   const server = http.createServer((req, res) => {
     try {
       if (handleAttemptsApi(req, res, options.store)) return;
+      if (handleClassView(req, res, options.store, options.instructorToken)) return;
     } catch (err) {
       log(`attempts API failed: ${describeError(err)}`);
       if (!res.headersSent) res.writeHead(500, { 'Content-Type': 'application/json' });

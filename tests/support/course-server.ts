@@ -8,12 +8,33 @@ export interface CourseServer {
   stop(): Promise<void>;
 }
 
-/** Runs `npm start`'s entry point (site build if stale, lab server) on a free port. */
-export function startCourseServer(brokers: string[]): Promise<CourseServer> {
+const ENTRIES = {
+  /** `npm start`: site build if stale, lab server. */
+  start: { file: 'lab-server/cli/start.ts', ready: /KafkaIQ is ready: (http:\/\/\S+?)\/?(\s|$)/ },
+  /** `npm run dev`: Astro's dev server with the lab server behind its proxy. */
+  dev: { file: 'lab-server/cli/dev.ts', ready: /KafkaIQ dev server: (http:\/\/\S+?)\/?(\s|$)/ },
+} as const;
+
+/** What vitest sets in its workers' environment (Vite's import.meta.env names among them). */
+const VITEST_NAMES = new Set(['NODE_ENV', 'MODE', 'DEV', 'PROD', 'SSR', 'BASE_URL', 'TEST']);
+
+/**
+ * The environment a user's shell would give the server: without what vitest sets for its own
+ * workers, which Astro's dev server and build would otherwise take as theirs (DEV=1 made a build
+ * whose search said it works only in production builds).
+ */
+function serverEnv(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  for (const name of Object.keys(env)) if (VITEST_NAMES.has(name) || name.startsWith('VITEST')) delete env[name];
+  return env;
+}
+
+/** Runs `npm start`'s (or `npm run dev`'s) entry point on a free port. */
+export function startCourseServer(brokers: string[], entry: keyof typeof ENTRIES = 'start'): Promise<CourseServer> {
   const log: string[] = [];
-  const child: ChildProcess = spawn(process.execPath, ['--disable-sigusr1', '--import', 'tsx', 'lab-server/cli/start.ts'], {
+  const child: ChildProcess = spawn(process.execPath, ['--disable-sigusr1', '--import', 'tsx', ENTRIES[entry].file], {
     cwd: ROOT_DIR,
-    env: { ...process.env, PORT: '0', KAFKA_BROKERS: brokers.join(',') },
+    env: { ...serverEnv(), PORT: '0', KAFKA_BROKERS: brokers.join(',') },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const stop = async () => {
@@ -25,11 +46,11 @@ export function startCourseServer(brokers: string[]): Promise<CourseServer> {
   return new Promise((resolve, reject) => {
     const onLine = (line: string) => {
       log.push(line);
-      const ready = /KafkaIQ is ready: (http:\/\/\S+?)\/?(\s|$)/.exec(line);
+      const ready = ENTRIES[entry].ready.exec(line);
       if (ready) resolve({ url: ready[1]!, log, stop });
     };
     readline.createInterface({ input: child.stdout! }).on('line', onLine);
     readline.createInterface({ input: child.stderr! }).on('line', onLine);
-    child.once('exit', (code) => reject(new Error(`npm start exited (${code}):\n${log.slice(-20).join('\n')}`)));
+    child.once('exit', (code) => reject(new Error(`${entry} exited (${code}):\n${log.slice(-20).join('\n')}`)));
   });
 }

@@ -21,6 +21,8 @@ export class PagefindUI {
         if (dialog.open) host.querySelector('input')?.focus();
       }));
     new MutationObserver(() => dialog.open && void load()).observe(dialog, { attributes: true, attributeFilter: ['open'] });
+    // Starlight builds the UI when the page first goes idle; on a busy page the dialog may be open by then.
+    if (dialog.open) void load();
     for (const event of ['pointerenter', 'focus']) opener?.addEventListener(event, () => void load(), { once: true });
   }
 }

@@ -13,7 +13,7 @@ const SUFFIX = '.js';
 const ATTACH_MODULE = fileURLToPath(new URL('../lazy-css.ts', import.meta.url));
 
 /**
- * Typed with Astro's Vite (6), not the project's top-level vite package (Vitest's).
+ * Typed with Astro's own Vite types (astro's ViteUserConfig), not the top-level vite package's.
  * @typedef {Extract<NonNullable<import('astro').ViteUserConfig['plugins']>[number], { name: string }>} AstroVitePlugin
  * @returns {AstroVitePlugin}
  */
