@@ -1,6 +1,6 @@
 // Order pipeline, at-least-once version: filter -> enrich -> aggregate, three stages in one
 // program. It produces the right totals until something crashes. Make every stage exactly-once
-// and the aggregate's totals survive restarts: look for the TODOs (lessons 10.1.4.1 and 10.1.4.4).
+// and the aggregate's totals survive restarts: look for the TODOs (lessons 10.1.4.1 and 10.1.4.3).
 import { Kafka, type KafkaMessage, type Message } from 'kafkajs';
 
 const ORDERS_TOPIC = process.env.INPUT_TOPIC!;

@@ -1,4 +1,6 @@
 // Single-stage exactly-once pipeline: consume, transform, produce and commit offsets atomically.
+// The reference for one instance: one producer with TRANSACTIONAL_ID. Lesson 10.1.4's program, one
+// producer per input partition, passes this lab too (tests/lesson-code.test.ts grades it).
 import { Kafka, type EachBatchPayload } from 'kafkajs';
 
 const env = (name: string): string => {

@@ -105,6 +105,65 @@ describe('the course in a browser', () => {
     expect(await scriptBytes()).toBeGreaterThan(before + 50 * 1024); // Pagefind's UI arrived with the dialog
   }, 60_000);
 
+  it('shuffles a predict check per learner, stably across reloads, gives feedback on every option and scores the first pick', async () => {
+    const page = await browser.newPage();
+    const check = page.locator('kiq-predict').first();
+    const order = () => check.locator('.kiq-predict__choice').evaluateAll((ls) => ls.map((l) => (l as HTMLElement).dataset.index));
+    // Learner A, twice: the same order both times.
+    await page.goto(`${baseUrl}/`);
+    await page.evaluate(() => { localStorage.clear(); localStorage.setItem('kafkaiq:session', 'learner-aaaaaaaa'); });
+    await page.goto(`${baseUrl}${LESSON}`);
+    await check.waitFor();
+    await expect.poll(() => check.getAttribute('data-enhanced')).toBe('true');
+    const first = await order();
+    await page.reload();
+    await expect.poll(() => check.getAttribute('data-enhanced')).toBe('true');
+    expect(await order()).toEqual(first);
+    // Across many learners the right answer does not sit in one place.
+    const places = new Set<number>();
+    for (let n = 0; n < 12 && places.size < 2; n++) {
+      await page.evaluate((id) => localStorage.setItem('kafkaiq:session', id), `learner-${n}-bbbbbbbb`);
+      await page.reload();
+      await expect.poll(() => check.getAttribute('data-enhanced')).toBe('true');
+      const answer = await check.getAttribute('data-answer');
+      places.add((await order()).indexOf(answer!));
+    }
+    expect(places.size).toBeGreaterThan(1);
+    // A wrong pick: every option shows its feedback, and the first pick is saved and scored.
+    const answer = Number(await check.getAttribute('data-answer'));
+    const wrong = check.locator(`.kiq-predict__choice[data-index]:not([data-index="${answer}"])`).first();
+    await wrong.click();
+    await expect.poll(() => check.getAttribute('data-state')).toBe('incorrect');
+    const feedback = check.locator('.kiq-predict__feedback');
+    const count = await feedback.count();
+    expect(count).toBeGreaterThanOrEqual(3);
+    for (let i = 0; i < count; i++) expect(await feedback.nth(i).isVisible()).toBe(true);
+    await check.locator(`.kiq-predict__choice[data-index="${answer}"]`).click();
+    const saved = await page.evaluate(() => JSON.parse(localStorage.getItem('kafkaiq:predict') ?? '{}'));
+    const picks = Object.values(saved.lessons?.['10-1/04-single-stage'] ?? {}) as { correct: boolean }[];
+    expect(picks).toHaveLength(1);
+    expect(picks[0].correct).toBe(false); // the first pick counts
+    await page.goto(`${baseUrl}/`);
+    const badge = page.locator('tr[data-lesson="10-1/04-single-stage"] .kiq-progress__checks');
+    await expect.poll(() => badge.textContent()).toBe('0/1 checks');
+    await page.close();
+  }, 120_000);
+
+  it('steps through the transaction protocol diagram', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${baseUrl}/10-1/01-transaction-protocol/`);
+    const steps = page.locator('kiq-txn-steps');
+    await expect.poll(() => steps.getAttribute('data-enhanced')).toBe('true');
+    const visible = () => steps.locator('.kiq-step__item:visible .kiq-step__title').allInnerTexts();
+    expect(await visible()).toEqual(['0. Ready']);
+    await steps.getByRole('button', { name: 'Next' }).click();
+    await steps.getByRole('button', { name: 'Next' }).click();
+    expect(await visible()).toEqual(['2. Produce']);
+    await steps.locator('.kiq-step__item:visible summary').click();
+    expect(await steps.locator('.kiq-step__item:visible .kiq-step__crash p').innerText()).toMatch(/abort marker/);
+    await page.close();
+  }, 60_000);
+
   it('grades the reference solution PASS and shows the report', async () => {
     const page = await browser.newPage();
     await openLab(page, fs.readFileSync(path.join(ROOT_DIR, 'labs/single-stage/solution.ts'), 'utf8'));
