@@ -10,9 +10,9 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { labDefinitionSchema, type LabDefinitionInput } from '../src/shared/lab.ts';
 import { LabApiServer, type ApiNamespace } from '../lab-server/api/lab-api.ts';
-import { armFor, insideUnitOfWork } from '../lab-server/api/api-faults.ts';
-import { apiLabProblems } from '../lab-server/api/lab-rules.ts';
-import { apiEffectChecks } from '../lab-server/api/verify-effects.ts';
+import { armFor, insideUnitOfWork } from '../lab-server/runner/nemesis/api-faults.ts';
+import { apiLabProblems } from '../lab-server/labs/api-rules.ts';
+import { checkApiEffects } from '../lab-server/runner/checkers/api-effects.ts';
 import type { ChildEvent } from '../lab-server/runner/child/protocol.ts';
 import { compileProgram } from '../lab-server/runner/compile.ts';
 import { ProgramInstance } from '../lab-server/runner/program-instance.ts';
@@ -237,7 +237,7 @@ describe('effect checks', () => {
   it('finds duplicates (with the fault before the repeat), losses, charges nobody asked for, and wrong amounts', () => {
     const startedAt = 1_000_000;
     const inputs = [seeded(1, true), seeded(2, true), seeded(3, true), seeded(4, false)];
-    const checks = apiEffectChecks({
+    const checks = checkApiEffects({
       api: labApiSpec(),
       effects: [
         effect(1, 'p1', 100, null, startedAt + 1_000),
@@ -263,7 +263,7 @@ describe('effect checks', () => {
 
   it('passes when every committed input was applied exactly once with its data', () => {
     const inputs = [seeded(1, true), seeded(2, true), seeded(3, false)];
-    const checks = apiEffectChecks({ api: labApiSpec(), effects: [effect(1, 'p1', 100, 'a', 0), effect(2, 'p2', 200, 'b', 0)], inputs, faults: [], startedAt: 0 });
+    const checks = checkApiEffects({ api: labApiSpec(), effects: [effect(1, 'p1', 100, 'a', 0), effect(2, 'p2', 200, 'b', 0)], inputs, faults: [], startedAt: 0 });
     expect(checks.map((c) => [c.name, c.passed])).toEqual([
       ['no-duplicate-effects', true],
       ['no-lost-effects', true],

@@ -6,7 +6,7 @@ import { parseWithFriendlyErrors } from '../../src/shared/validate.ts';
 import { KafkaIqError } from '../core/errors.ts';
 import { LABS_DIR } from '../core/paths.ts';
 import { CHECK_NAMES, type CheckName } from '../../src/shared/report.ts';
-import { apiLabProblems } from '../api/lab-rules.ts';
+import { apiLabProblems } from './api-rules.ts';
 
 export interface BrokenVariant {
   name: string;
@@ -119,7 +119,7 @@ function assertConsistent(id: string, lab: LabDefinition): void {
   if (lab.throughput && !fs.existsSync(path.join(LABS_DIR, id, lab.throughput.baseline))) {
     fail(`throughput.baseline: there is no labs/${id}/${lab.throughput.baseline}`);
   }
-  // Labs that call the lab HTTP API (lab-server/api/lab-rules.ts).
+  // Labs that call the lab HTTP API (labs/api-rules.ts).
   for (const problem of apiLabProblems(lab)) fail(problem);
   // Each kind has its own grader (runner/attempt.ts): only the checks and faults it implements.
   const MONITOR_CHECKS = ['hanging-transaction-reported', 'no-false-alarms'];

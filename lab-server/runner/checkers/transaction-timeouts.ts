@@ -20,10 +20,10 @@
  * program may swallow it), and a --cmd program has no wrapper at all. The log is the truth.
  */
 import type { Kafka } from 'kafkajs';
-import type { CheckResult, FaultRecord } from '../../src/shared/report.ts';
-import { decodeTransactionLogRecord, TRANSACTION_STATE_TOPIC, type TransactionLogValue } from '../kafka/transaction-log.ts';
+import type { CheckResult, FaultRecord } from '../../../src/shared/report.ts';
+import { decodeTransactionLogRecord, TRANSACTION_STATE_TOPIC, type TransactionLogValue } from '../../kafka/transaction-log.ts';
+import { capEvidence } from './evidence.ts';
 
-const MAX_EVIDENCE = 20;
 /** Faults that may leave a transaction open through no fault of the program's. */
 const EXCUSING_FAULTS = new Set<FaultRecord['kind']>(['kill', 'stop', 'zombie', 'pause', 'broker-restart', 'coordinator-kill']);
 
@@ -170,7 +170,7 @@ export class TransactionTimeoutWatch {
         else failures.push(line);
       }
     }
-    const evidence = failures.slice(0, MAX_EVIDENCE).concat(failures.length > MAX_EVIDENCE ? [`… and ${failures.length - MAX_EVIDENCE} more`] : []);
+    const evidence = capEvidence(failures);
     return {
       name: 'no-transaction-timeouts',
       passed: failures.length === 0,
@@ -178,7 +178,7 @@ export class TransactionTimeoutWatch {
         failures.length === 0
           ? `no transaction was rolled back by its timeout (${transactions} transactions in the coordinator's log${excused.length ? `; ${excused.length} left open by a fault timed out, which is not your program's doing` : ''})`
           : `${failures.length} transactions stayed open past their transactionTimeout and were rolled back by the coordinator (a slow call inside the transaction?)`,
-      evidence: failures.length ? evidence : excused.slice(0, MAX_EVIDENCE),
+      evidence: failures.length ? evidence : capEvidence(excused),
     };
   }
 }
