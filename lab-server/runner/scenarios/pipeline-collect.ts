@@ -7,9 +7,9 @@ import { checkApiEffects } from '../checkers/api-effects.ts';
 import { checkDatabaseEffects } from '../checkers/database-effects.ts';
 import { checkPipelineOutput, readPipelineOutput } from '../checkers/pipeline-output.ts';
 import type { Outcome } from '../lifecycle.ts';
-import type { PipelineScenario } from './pipeline.ts';
+import type { PipelineParts } from './pipeline-parts.ts';
 
-export async function collectPipeline(scenario: PipelineScenario): Promise<Outcome> {
+export async function collectPipeline(scenario: PipelineParts): Promise<Outcome> {
   const { attempt, lab, writer } = scenario;
   const { history, maintenance } = attempt;
   scenario.system(`All instances stopped at +${(attempt.elapsed() / 1000).toFixed(1)} s; verifying the output as a read_committed consumer would see it.`);

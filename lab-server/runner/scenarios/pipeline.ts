@@ -6,15 +6,15 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { LabDefinition } from '../../../src/shared/lab.ts';
 import type { FaultKind, FaultRecord } from '../../../src/shared/report.ts';
-import { labApi, type ApiNamespace } from '../../api/lab-api.ts';
 import { describeError, KafkaIqError } from '../../core/errors.ts';
+import type { ApiNamespace } from '../../api/lab-api.ts';
 import { removeGroupMember } from '../../kafka/group-offsets.ts';
-import { waitForBrokers, waitForStableGroup } from '../../kafka/group-wait.ts';
-import { createTopics } from '../../kafka/topics.ts';
+import { waitForStableGroup } from '../../kafka/group-wait.ts';
+import type { TransactionTimeoutWatch } from '../checkers/transaction-timeouts.ts';
+import type { AttemptDatabase } from '../database-attempt.ts';
+import type { Slot, Supervisor } from '../supervisor.ts';
 import { DEFAULTS_ENV } from '../child/protocol.ts';
-import { TransactionTimeoutWatch } from '../checkers/transaction-timeouts.ts';
 import type { ManualFault } from '../contract.ts';
-import { AttemptDatabase } from '../database-attempt.ts';
 import type { AimedHit } from '../driver/contract.ts';
 import { planFaults, type FaultPlan, type PlannedFault } from '../fault-plan.ts';
 import type { AttemptLifecycle, Outcome, ProgressFigures, Scenario } from '../lifecycle.ts';
@@ -24,15 +24,16 @@ import { injectFault } from '../nemesis/index.ts';
 import { manualFault } from '../nemesis/manual.ts';
 import type { ProgramProcess } from '../program-instance.ts';
 import { InputWriter, planSeedTransactions, splitIntoWaves, type SeedTransaction } from '../seeder.ts';
-import { Supervisor, supervisorPolicy, type Slot } from '../supervisor.ts';
 import { collectPipeline } from './pipeline-collect.ts';
+import type { PipelineParts } from './pipeline-parts.ts';
+import { preparePipeline } from './pipeline-prepare.ts';
 import { PipelineProgress } from './pipeline-progress.ts';
 import { measureThroughput, type ThroughputResult } from './throughput.ts';
 
 const QUIET_MS = 6_000;
 const STOP_GRACE_MS = 8_000;
 
-export class PipelineScenario implements Scenario, NemesisContext {
+export class PipelineScenario implements Scenario, NemesisContext, PipelineParts {
   readonly progressEveryMs = 300;
   readonly lab: LabDefinition;
   readonly writer: InputWriter;
@@ -221,71 +222,8 @@ export class PipelineScenario implements Scenario, NemesisContext {
     };
   }
 
-  async prepare(): Promise<void> {
-    const { attempt } = this;
-    const history = attempt.history;
-    this.supervisor = new Supervisor(
-      attempt.source,
-      {
-        env: (slot) => this.env(slot),
-        line: (instance, stream, line) => attempt.sink.line(instance.id, stream, line),
-        started: (slot) => {
-          this.progressTracker.lastActivityAt = Date.now();
-          history.mark('start', slot.current.id, slot.incarnation > 1 ? `incarnation ${slot.incarnation}` : undefined);
-        },
-        event: (slot, instance, event) => {
-          if (event.t === 'member') return;
-          if (instance === slot.current) slot.txnOpen = event.txnOpen;
-          // A commit is work getting done even when the group's offsets have not moved yet (a slow
-          // machine, retries after a broker restart): it keeps the settle phase from giving up early.
-          if (event.t === 'call' && (event.point === 'after:commit' || event.point === 'after:db-commit') && attempt.phase === 'settling') this.progressTracker.lastActivityAt = Date.now();
-          if (event.t === 'call' && event.point === 'after:commit') history.mark('commit', instance.id);
-          if (event.t === 'call' && event.point === 'after:db-commit') history.mark('commit', instance.id, 'database');
-          if (event.t === 'call' && event.point === 'after:abort') history.mark('abort', instance.id);
-          if (event.t === 'failed' && (event.op === 'commit' || event.op === 'sendOffsets')) history.mark('abort', instance.id, `${event.op} failed: ${event.error}`);
-        },
-        exited: (instance, code, signal) => history.mark('exit', instance.id, signal ? `signal ${signal}` : `code ${code}`),
-        changed: () => attempt.emitState(),
-        stopping: () => attempt.stopping,
-      },
-      supervisorPolicy((line) => attempt.sink.system(line)),
-    );
-    if (this.lab.api) this.api = (await labApi()).open(attempt.namespace);
-    // The lab's database (if any) is prepared while the topics are created.
-    const spec = this.lab.database;
-    const opening = spec ? AttemptDatabase.open(spec, attempt.namespace, (line) => this.system(line), attempt.options.databases) : null;
-    let databaseError: unknown = null;
-    try {
-      // Replication factor 3 needs every node: one killed by a fault may still be coming back
-      // (started by this process, or by another on the same cluster).
-      await this.maintenance.whenWhole();
-      const control = this.control;
-      if (control) {
-        const want = (await control.nodeIds()).length;
-        if (want >= 2) await waitForBrokers(attempt.kafka, want);
-      }
-      await this.maintenance.withShared(() =>
-        createTopics(
-          attempt.kafka,
-          this.lab.topics.map((t) => ({
-            topic: this.realTopic(t.name),
-            numPartitions: t.partitions,
-            ...(t.config ? { configEntries: Object.entries(t.config).map(([name, value]) => ({ name, value })) } : {}),
-          })),
-        ),
-      );
-      if (attempt.options.mode !== 'run' && this.lab.checks.includes('no-transaction-timeouts')) {
-        this.txnTimeouts = await TransactionTimeoutWatch.start(attempt.kafka, attempt.namespace);
-      }
-      await this.writer.connect();
-    } finally {
-      // Always wait for it, so shutdown() gives back a database that arrives after a failure.
-      const waitFrom = Date.now();
-      if (opening) this.database = await opening.catch((err) => ((databaseError = err), null));
-      // Starting an embedded database (or waiting for a free one) is not the program's time.
-      attempt.notProgramTimeMs = Date.now() - waitFrom;
-    }
-    if (databaseError) throw databaseError;
+  prepare(): Promise<void> {
+    return preparePipeline(this);
   }
 
   async playFree(): Promise<void> {
