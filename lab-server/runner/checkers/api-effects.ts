@@ -7,7 +7,7 @@ import type { ApiSpec, ExpectedApiEffect } from '../../../src/shared/lab.ts';
 import type { CheckResult, FaultRecord } from '../../../src/shared/report.ts';
 import { checkEffects, type ExpectedEffect, type ObservedEffect } from './effects.ts';
 import type { SeededRecord } from '../seeder.ts';
-import type { ApiEffect } from '../../api/lab-api.ts';
+import { canonical, type ApiEffect } from '../../api/contract.ts';
 import { capEvidence } from './evidence.ts';
 
 const MAX_TIMES = 4;
@@ -21,17 +21,6 @@ export interface ApiVerifyInput {
   /** Wall-clock start of the run, to place effects after faults. */
   startedAt: number;
 }
-
-const canonical = (value: unknown): string => {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  if (value && typeof value === 'object') {
-    return `{${Object.keys(value)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
-      .join(',')}}`;
-  }
-  return JSON.stringify(value);
-};
 
 const short = (text: string, max = 120) => (text.length > max ? `${text.slice(0, max)}…` : text);
 const inputLabel = (r: SeededRecord) => `${r.topic}-${r.partition}@${r.offset} key=${r.key}`;
