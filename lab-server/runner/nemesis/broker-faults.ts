@@ -2,7 +2,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { BrokerControl } from '../../broker/cluster.ts';
 import type { MaintenanceLock } from '../../broker/maintenance.ts';
-import { findTransactionCoordinator, TRANSACTION_STATE_TOPIC, waitForFullIsr } from '../../kafka/coordinator.ts';
+import { TRANSACTION_STATE_TOPIC } from '../../kafka/coordinator.ts';
 import type { FaultHandler } from './context.ts';
 
 /**
@@ -65,7 +65,7 @@ export const coordinatorKillFault: FaultHandler = async (ctx, fault, wave) => {
     try {
       // Another attempt on this cluster may have killed a node meanwhile.
       await ctx.maintenance.whenWhole();
-      coordinator = await findTransactionCoordinator(ctx.brokers, transactionalId);
+      coordinator = await ctx.cluster.findTransactionCoordinator(transactionalId);
     } catch (err) {
       instance.resume();
       throw err;
@@ -96,7 +96,7 @@ export const coordinatorKillFault: FaultHandler = async (ctx, fault, wave) => {
       (async () => {
         await control.startNode(nodeId);
         // Back in every ISR: the next node loss must still leave 2 in-sync replicas everywhere.
-        const inSync = await waitForFullIsr(ctx.brokers, 30_000);
+        const inSync = await ctx.cluster.waitForFullIsr(30_000);
         if (!ctx.stopping) ctx.system(`broker ${nodeId} is back${inSync ? ' and in sync' : ' (some replicas still catching up)'} after ${((Date.now() - started) / 1000).toFixed(1)} s`);
       })(),
     );

@@ -6,6 +6,7 @@
 import type { FaultRecord } from '../../../src/shared/report.ts';
 import type { BrokerControl } from '../../broker/cluster.ts';
 import type { MaintenanceLock } from '../../broker/maintenance.ts';
+import type { TransactionCoordinator } from '../../kafka/coordinator.ts';
 import type { ApiNamespace } from '../../api/lab-api.ts';
 import type { AimedHit, DriverContext, ProgramDriver } from '../driver/contract.ts';
 import type { PlannedFault } from '../fault-plan.ts';
@@ -19,6 +20,12 @@ export interface NemesisContext extends DriverContext {
   /** null: an external cluster (KAFKA_BROKERS), which the grader does not restart. */
   readonly control: BrokerControl | null;
   readonly maintenance: MaintenanceLock;
+  /** What the broker faults ask the cluster (kafka/coordinator.ts; a fake in the unit tests). */
+  readonly cluster: {
+    findTransactionCoordinator(transactionalId: string): Promise<TransactionCoordinator>;
+    /** Waits until every partition's ISR is complete again; false if not within the time. */
+    waitForFullIsr(timeoutMs: number): Promise<boolean>;
+  };
   /** Labs with an `api` block: the attempt's namespace of the lab HTTP API. */
   readonly api: ApiNamespace | null;
   readonly stopping: boolean;

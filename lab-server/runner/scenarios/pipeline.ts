@@ -8,6 +8,7 @@ import type { LabDefinition } from '../../../src/shared/lab.ts';
 import type { FaultKind, FaultRecord } from '../../../src/shared/report.ts';
 import { describeError, KafkaIqError } from '../../core/errors.ts';
 import type { ApiNamespace } from '../../api/lab-api.ts';
+import { findTransactionCoordinator, waitForFullIsr } from '../../kafka/coordinator.ts';
 import { removeGroupMember } from '../../kafka/group-offsets.ts';
 import { waitForStableGroup } from '../../kafka/group-wait.ts';
 import type { TransactionTimeoutWatch } from '../checkers/transaction-timeouts.ts';
@@ -82,6 +83,10 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
   get maintenance() {
     return this.attempt.maintenance;
   }
+  readonly cluster = {
+    findTransactionCoordinator: (transactionalId: string) => findTransactionCoordinator(this.brokers, transactionalId),
+    waitForFullIsr: (timeoutMs: number) => waitForFullIsr(this.brokers, timeoutMs),
+  };
   get stopping() {
     return this.attempt.stopping;
   }
