@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { labDefinitionSchema, type LabDefinitionInput } from '../src/shared/lab.ts';
+import { labDefinitionSchema, pipelineLabSchema, type LabDefinitionInput } from '../src/shared/lab.ts';
 import { LabApiServer, type ApiNamespace } from '../lab-server/api/lab-api.ts';
 import { armFor, insideUnitOfWork } from '../lab-server/runner/nemesis/api-faults.ts';
 import { apiLabProblems } from '../lab-server/labs/api-rules.ts';
@@ -209,7 +209,7 @@ const LAB: LabDefinitionInput = {
 };
 
 function labApiSpec() {
-  return labDefinitionSchema.parse(LAB).api!;
+  return pipelineLabSchema.parse(LAB).api!;
 }
 
 describe('effect checks', () => {
@@ -274,7 +274,7 @@ describe('effect checks', () => {
 
 describe('lab rules', () => {
   it('accepts the api block with its defaults', () => {
-    const lab = labDefinitionSchema.parse(LAB);
+    const lab = pipelineLabSchema.parse(LAB);
     expect(lab.api).toMatchObject({ env: 'API_URL', count: 'applied', faults: { slowMs: 3_000, errorStatus: 503, timeoutHoldMs: 20_000 } });
     expect(apiLabProblems(lab)).toEqual([]);
   });

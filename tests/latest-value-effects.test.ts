@@ -6,12 +6,12 @@
  * for the progress count the database is stubbed (no broker, no PostgreSQL).
  */
 import { describe, expect, it } from 'vitest';
-import { labDefinitionSchema } from '../src/shared/lab.ts';
+import { pipelineLabSchema } from '../src/shared/lab.ts';
 import { checkDatabaseEffects } from '../lab-server/runner/checkers/database-effects.ts';
 import { AttemptDatabase, type EffectRow } from '../lab-server/runner/database-attempt.ts';
 import type { SeededRecord } from '../lab-server/runner/seeder.ts';
 
-const lab = labDefinitionSchema.parse({
+const lab = pipelineLabSchema.parse({
   title: 'latest value',
   summary: 'upsert the latest value per key',
   env: [{ name: 'DATABASE_URL', description: 'db' }],

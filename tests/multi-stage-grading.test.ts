@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Admin } from 'kafkajs';
-import { labDefinitionSchema, type SeedRecord } from '../src/shared/lab.ts';
+import { pipelineLabSchema, type SeedRecord } from '../src/shared/lab.ts';
 import { compileProgram } from '../lab-server/runner/compile.ts';
 import { ProgramInstance } from '../lab-server/runner/program-instance.ts';
 import type { ChildEvent } from '../lab-server/runner/child/protocol.ts';
@@ -110,7 +110,7 @@ describe('outputs matched by origin', () => {
     });
     const inputs = [order(1, 'k1', true), order(2, 'k1', true), order(3, 'k2', true), order(4, 'k2', false)];
     const total = (orderId: string, count: number, amount: number) => JSON.stringify({ orderId, count, amount });
-    const lab = labDefinitionSchema.parse({
+    const lab = pipelineLabSchema.parse({
       title: 'running totals',
       summary: 'count and amount per key, one output per order',
       env: [{ name: 'KAFKA_BROKERS', description: 'x' }],

@@ -5,7 +5,7 @@
  * coordinator lookup are fakes too; the API faults use the real lab API server (it runs here).
  */
 import { describe, expect, it } from 'vitest';
-import { labDefinitionSchema, type LabDefinition } from '../src/shared/lab.ts';
+import { pipelineLabSchema, type PipelineLab } from '../src/shared/lab.ts';
 import { FAULT_KINDS, type FaultKind, type FaultRecord } from '../src/shared/report.ts';
 import { labApi, type ApiNamespace } from '../lab-server/api/lab-api.ts';
 import { MaintenanceLock } from '../lab-server/broker/maintenance.ts';
@@ -18,8 +18,9 @@ import type { ProgramProcess } from '../lab-server/runner/program-instance.ts';
 import type { SeedTransaction } from '../lab-server/runner/seeder.ts';
 import type { Slot, Supervisor } from '../lab-server/runner/supervisor.ts';
 import { FakeDriver, FakeProcess } from './support/fake-program.ts';
+import { asPipeline } from './support/labs.ts';
 
-const baseLab = labDefinitionSchema.parse({
+const baseLab = pipelineLabSchema.parse({
   title: 'nemesis',
   summary: 'fault handlers under test',
   env: [{ name: 'INPUT_TOPIC', description: 'in' }],
@@ -45,7 +46,7 @@ interface Recorded {
 }
 
 /** A fake attempt: slots of fake processes, a fake cluster with three nodes, and the log of what the handlers did. */
-function fakeAttempt(options: { lab?: LabDefinition; control?: boolean; nodes?: number; api?: ApiNamespace | null } = {}) {
+function fakeAttempt(options: { lab?: PipelineLab; control?: boolean; nodes?: number; api?: ApiNamespace | null } = {}) {
   const slots = new Map<number, Slot>();
   const zombies = new Set<ProgramProcess>();
   const expected = new Set<ProgramProcess>();
@@ -271,7 +272,7 @@ describe('API faults', () => {
   });
 
   it('api-error: the next call to the real lab API gets the error, and the note names it', async () => {
-    const lab = (await loadLab('http-idempotency')).definition;
+    const lab = asPipeline((await loadLab('http-idempotency')).definition);
     const ns = (await labApi()).open(`nemesis-${Date.now()}`);
     try {
       const a = fakeAttempt({ lab, api: ns });

@@ -9,10 +9,10 @@ import type { DriverContext } from '../lab-server/runner/driver/contract.ts';
 import { driverFor } from '../lab-server/runner/driver/index.ts';
 import type { PlannedFault } from '../lab-server/runner/fault-plan.ts';
 import type { Slot } from '../lab-server/runner/supervisor.ts';
-import { labDefinitionSchema } from '../src/shared/lab.ts';
+import { pipelineLabSchema } from '../src/shared/lab.ts';
 import { FakeProcess } from './support/fake-program.ts';
 
-const lab = labDefinitionSchema.parse({
+const lab = pipelineLabSchema.parse({
   title: 'drivers',
   summary: 'drivers under test',
   env: [{ name: 'INPUT_TOPIC', description: 'in' }],

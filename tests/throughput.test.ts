@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { labDefinitionSchema } from '../src/shared/lab.ts';
 import { loadLab } from '../lab-server/labs/load-lab.ts';
 import { allowedMs, burstRate, checkThroughput, planBurst } from '../lab-server/runner/scenarios/throughput.ts';
+import { asPipeline } from './support/labs.ts';
 
 const baseline = { records: 150, processed: 150, ms: 5_000 }; // 30 records/s
 
@@ -58,7 +59,7 @@ describe('throughput-speedup', () => {
 
 describe('burst plan', () => {
   it('warms up every input partition, then writes N committed records with values of their own', async () => {
-    const lab = (await loadLab('batching')).definition;
+    const lab = asPipeline((await loadLab('batching')).definition);
     const { warmup, burst } = planBurst(lab, 600);
     expect(warmup.commit && burst.commit).toBe(true);
     expect(new Set(warmup.records.map((r) => r.partition))).toEqual(new Set([0, 1, 2]));
@@ -73,7 +74,7 @@ describe('burst plan', () => {
 describe('lab definitions', () => {
   it('accepts a throughput block and rejects a bad one with the field named', async () => {
     const lab = await loadLab('batching');
-    expect(lab.definition.throughput).toEqual({ baseline: 'baseline.ts', records: 600, minSpeedup: expect.any(Number) });
+    expect(asPipeline(lab.definition).throughput).toEqual({ baseline: 'baseline.ts', records: 600, minSpeedup: expect.any(Number) });
     expect(lab.definition.checks).toContain('throughput-speedup');
     const bad = labDefinitionSchema.safeParse({ ...(await import('../labs/batching/lab.ts')).default, throughput: { baseline: '../x.ts', records: 5, minSpeedup: 0.5 } });
     expect(bad.success).toBe(false);

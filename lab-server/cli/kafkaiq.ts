@@ -77,7 +77,7 @@ async function main(argv: string[]): Promise<number> {
       const kinds = new Set(loaded.map((l) => l.definition.cluster));
       for (const kind of kinds) await clusters.get(kind);
       // Likewise the database of the database labs (DATABASE_URL, when given, must answer).
-      if (loaded.some((l) => l.definition.database)) await databasePool().verify();
+      if (loaded.some((l) => l.definition.kind === 'pipeline' && l.definition.database)) await databasePool().verify();
       const results = await checkLabs(labIds, clusters, {
         quick: values.quick,
         parallel: values.parallel ? Number(values.parallel) : undefined,

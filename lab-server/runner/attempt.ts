@@ -6,6 +6,7 @@
  * the Attempt interface.
  */
 import type { LabDefinition } from '../../src/shared/lab.ts';
+import { KafkaIqError } from '../core/errors.ts';
 import { AttemptLifecycle, type Scenario } from './lifecycle.ts';
 import { MonitorScenario } from './scenarios/monitor.ts';
 import { PipelineScenario } from './scenarios/pipeline.ts';
@@ -13,12 +14,22 @@ import type { Attempt, AttemptOptions } from './types.ts';
 
 export type { Attempt, AttemptMode, AttemptOptions, ProgramInput } from './types.ts';
 
-/** One scenario per lab kind: a kind without one does not compile. */
-const SCENARIOS: { [K in LabDefinition['kind']]: (attempt: AttemptLifecycle) => Scenario } = {
-  pipeline: (attempt) => new PipelineScenario(attempt),
-  monitor: (attempt) => new MonitorScenario(attempt),
-};
+/** The scenario of a lab's kind: the switch narrows the definition, and a kind without a case does not compile. */
+function scenarioFor(definition: LabDefinition): (attempt: AttemptLifecycle) => Scenario {
+  switch (definition.kind) {
+    case 'pipeline':
+      return (attempt) => new PipelineScenario(attempt, definition);
+    case 'monitor':
+      return (attempt) => new MonitorScenario(attempt, definition);
+    default:
+      return unknownKind(definition);
+  }
+}
+
+function unknownKind(definition: never): never {
+  throw new KafkaIqError('LAB_INVALID', `No scenario for lab kind "${(definition as LabDefinition).kind}"`);
+}
 
 export function createAttempt(options: AttemptOptions): Attempt {
-  return new AttemptLifecycle(options, SCENARIOS[options.lab.definition.kind]);
+  return new AttemptLifecycle(options, scenarioFor(options.lab.definition));
 }

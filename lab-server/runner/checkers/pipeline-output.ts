@@ -1,5 +1,5 @@
 import type { Kafka } from 'kafkajs';
-import type { ExpectedRecord, LabDefinition } from '../../../src/shared/lab.ts';
+import type { ExpectedRecord, PipelineLab } from '../../../src/shared/lab.ts';
 import type { CheckName, CheckResult, FaultRecord } from '../../../src/shared/report.ts';
 import { fetchCommittedOffsets } from '../../kafka/group-offsets.ts';
 import { partitionOffsets, readTopic, type ReadRecord } from '../../kafka/inspect.ts';
@@ -10,7 +10,7 @@ import { capEvidence } from './evidence.ts';
 export interface OutputSource {
   kafka: Kafka;
   brokers: string[];
-  lab: LabDefinition;
+  lab: PipelineLab;
   groupId: string;
   realTopic: (logical: string) => string;
 }
@@ -30,7 +30,7 @@ export interface OutputRead {
 }
 
 export interface OutputCheckInput {
-  lab: LabDefinition;
+  lab: PipelineLab;
   realTopic: (logical: string) => string;
   inputs: readonly SeededRecord[];
   faults: readonly FaultRecord[];

@@ -5,7 +5,7 @@
  * difference between the two lives behind this interface; the sandbox plugs in here.
  */
 import type { FaultRecord } from '../../../src/shared/report.ts';
-import type { LabDefinition } from '../../../src/shared/lab.ts';
+import type { PipelineLab } from '../../../src/shared/lab.ts';
 import type { ArmAction, ChildEvent } from '../child/protocol.ts';
 import type { PlannedFault } from '../fault-plan.ts';
 import type { ProgramProcess, ProgramSource } from '../program-instance.ts';
@@ -17,7 +17,7 @@ export type AimedHit = ChildEvent & { t: 'hit'; aimedAt?: string };
 
 /** What a driver needs of the attempt it drives. */
 export interface DriverContext {
-  readonly lab: LabDefinition;
+  readonly lab: PipelineLab;
   /** Every slot's current program, for "is any transaction open". */
   readonly slots: Iterable<Slot>;
   /** Faults injected so far. */

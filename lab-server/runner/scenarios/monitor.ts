@@ -19,7 +19,7 @@
  * The grader reads the alerts and the coordinator's log live (monitor-watch.ts), for the timeline
  * and the evidence.
  */
-import type { MonitorSpec } from '../../../src/shared/lab.ts';
+import type { MonitorLab, MonitorSpec } from '../../../src/shared/lab.ts';
 import type { FaultKind, FaultRecord } from '../../../src/shared/report.ts';
 import { KafkaIqError } from '../../core/errors.ts';
 import { OffsetsProbe } from '../../kafka/inspect.ts';
@@ -60,10 +60,11 @@ export class MonitorScenario implements Scenario {
   private incidentsPlanned = 0;
   private seed = 0;
 
-  constructor(private readonly attempt: AttemptLifecycle) {
-    const { definition } = attempt.lab;
-    if (!definition.monitor) throw new KafkaIqError('LAB_INVALID', `Lab "${attempt.lab.id}" has no monitor block.`);
-    this.spec = definition.monitor;
+  constructor(
+    private readonly attempt: AttemptLifecycle,
+    private readonly lab: MonitorLab,
+  ) {
+    this.spec = lab.monitor;
     this.otherTopic = `${attempt.namespace}-other-team`;
     this.watch = new AlertWatch(attempt.kafka, attempt.namespace, this.alertsTopic, () => attempt.startedAt, (alert) => this.echo(alert));
     this.cast = new MonitorCast(attempt, this.spec, attempt.realTopic(this.spec.watch), this.otherTopic, this.watch, () => this.incidentsPlanned);
@@ -80,7 +81,7 @@ export class MonitorScenario implements Scenario {
   plan(seed: number): void {
     this.seed = seed;
     this.cast.random = seededRandom(seed);
-    const specs = this.attempt.options.mode === 'quick' ? this.attempt.lab.definition.faults.quick : this.attempt.lab.definition.faults.full;
+    const specs = this.attempt.options.mode === 'quick' ? this.lab.faults.quick : this.lab.faults.full;
     this.incidentsPlanned = specs.filter((f) => f.kind === 'hanging-transaction').length;
   }
 
@@ -111,7 +112,7 @@ export class MonitorScenario implements Scenario {
     );
     await attempt.maintenance.withShared(async () => {
       const topics = [
-        ...attempt.lab.definition.topics.map((t) => ({
+        ...this.lab.topics.map((t) => ({
           topic: attempt.realTopic(t.name),
           numPartitions: t.partitions,
           // The broker stamps each alert with the time it was written: the timing is the broker's, not the program's.
@@ -140,7 +141,7 @@ export class MonitorScenario implements Scenario {
       HANG_SECONDS: String(this.spec.hangSeconds),
       INSTANCE_ID: 'i1',
       KAFKAJS_NO_PARTITIONER_WARNING: '1',
-      [DEFAULTS_ENV]: JSON.stringify(attempt.lab.definition.kafkajs),
+      [DEFAULTS_ENV]: JSON.stringify(this.lab.kafkajs),
     };
   }
 
@@ -255,7 +256,7 @@ export class MonitorScenario implements Scenario {
       alerts: this.watch.alerts,
       quietSummary: this.quietSummary(),
     });
-    const checks = this.attempt.lab.definition.checks.map((name) => judged.checks.get(name)!);
+    const checks = this.lab.checks.map((name) => judged.checks.get(name)!);
     const notCreated = cast.incidents.filter((i) => !this.created(i));
     const missingIncidents = this.incidentsPlanned - cast.incidents.length;
     const setUpFailed = notCreated.length > 0 || missingIncidents > 0;

@@ -2,7 +2,7 @@
  * What the pipeline scenario's steps (pipeline-prepare.ts, pipeline-collect.ts) share with it:
  * the attempt, the input writer, the progress tracker and what prepare sets up.
  */
-import type { LabDefinition } from '../../../src/shared/lab.ts';
+import type { PipelineLab } from '../../../src/shared/lab.ts';
 import type { ApiNamespace } from '../../api/lab-api.ts';
 import type { TransactionTimeoutWatch } from '../checkers/transaction-timeouts.ts';
 import type { AttemptDatabase } from '../database-attempt.ts';
@@ -14,7 +14,7 @@ import type { ThroughputResult } from './throughput.ts';
 
 export interface PipelineParts {
   readonly attempt: AttemptLifecycle;
-  readonly lab: LabDefinition;
+  readonly lab: PipelineLab;
   readonly writer: InputWriter;
   readonly progressTracker: PipelineProgress;
   supervisor: Supervisor | null;

@@ -5,7 +5,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Admin, Kafka } from 'kafkajs';
-import type { LabDefinition } from '../../../src/shared/lab.ts';
+import type { PipelineLab } from '../../../src/shared/lab.ts';
 import { fetchCommittedOffsets } from '../../kafka/group-offsets.ts';
 import { OffsetsProbe, type PartitionOffsets } from '../../kafka/inspect.ts';
 import type { AttemptDatabase } from '../database-attempt.ts';
@@ -17,7 +17,7 @@ const PIPELINE_QUIET_MS = 1_000;
 export interface ProgressSource {
   kafka: Kafka;
   brokers: string[];
-  lab: LabDefinition;
+  lab: PipelineLab;
   groupId: string;
   realTopic(logical: string): string;
   /** Every input record written so far. */

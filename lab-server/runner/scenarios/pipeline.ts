@@ -4,7 +4,7 @@
  * read_committed consumer sees it. Performance labs time a throughput burst first (throughput.ts).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { LabDefinition } from '../../../src/shared/lab.ts';
+import type { PipelineLab } from '../../../src/shared/lab.ts';
 import type { FaultKind, FaultRecord } from '../../../src/shared/report.ts';
 import { describeError, KafkaIqError } from '../../core/errors.ts';
 import type { ApiNamespace } from '../../api/lab-api.ts';
@@ -36,7 +36,7 @@ const STOP_GRACE_MS = 8_000;
 
 export class PipelineScenario implements Scenario, NemesisContext, PipelineParts {
   readonly progressEveryMs = 300;
-  readonly lab: LabDefinition;
+  readonly lab: PipelineLab;
   readonly writer: InputWriter;
   readonly progressTracker: PipelineProgress;
   supervisor: Supervisor | null = null;
@@ -53,8 +53,11 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
   private expected = 0;
   private nextWave_: () => SeedTransaction[] = () => [];
 
-  constructor(readonly attempt: AttemptLifecycle) {
-    this.lab = attempt.lab.definition;
+  constructor(
+    readonly attempt: AttemptLifecycle,
+    lab: PipelineLab,
+  ) {
+    this.lab = lab;
     this.writer = new InputWriter(attempt.kafka, `${attempt.namespace}-seeder`, (t) => attempt.realTopic(t), (fn) => attempt.maintenance.continueShared(fn));
     this.progressTracker = new PipelineProgress({
       kafka: attempt.kafka,
@@ -250,7 +253,7 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
     // first, before any fault, so the timing is clean and the lab's topics stay untouched.
     if (this.lab.throughput) {
       this.throughput = await measureThroughput({
-        lab: attempt.lab,
+        lab: { dir: attempt.lab.dir, definition: this.lab },
         kafka: attempt.kafka,
         brokers: this.brokers,
         namespace: attempt.namespace,

@@ -19,13 +19,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Admin, Kafka } from 'kafkajs';
-import type { LabDefinition, ThroughputSpec } from '../../../src/shared/lab.ts';
+import type { PipelineLab, ThroughputSpec } from '../../../src/shared/lab.ts';
 import type { CheckResult } from '../../../src/shared/report.ts';
 import { KafkaIqError } from '../../core/errors.ts';
 import { maintenanceFor } from '../../broker/maintenance.ts';
 import { fetchCommittedOffsets } from '../../kafka/group-offsets.ts';
 import { createTopics } from '../../kafka/topics.ts';
-import type { LoadedLab } from '../../labs/load-lab.ts';
 import { compileProgram } from '../compile.ts';
 import type { ProgramSource } from '../program-instance.ts';
 import { InputWriter, planSeedTransactions, type SeedTransaction } from '../seeder.ts';
@@ -99,7 +98,7 @@ export function checkThroughput(minSpeedup: number, baseline: BurstTiming, learn
 }
 
 /** Warm-up and burst transactions for one program: a few records per input partition, then N. */
-export function planBurst(lab: LabDefinition, records: number): { warmup: SeedTransaction; burst: SeedTransaction } {
+export function planBurst(lab: PipelineLab, records: number): { warmup: SeedTransaction; burst: SeedTransaction } {
   const warmupSize = (topic: string) => lab.topics.find((t) => t.name === topic)!.partitions;
   // One seeding transaction per input seed, warm-up and burst together so every value is unique;
   // nothing is aborted (abortEvery beyond reach). Split each into its warm-up head and burst tail.
@@ -115,7 +114,8 @@ export function planBurst(lab: LabDefinition, records: number): { warmup: SeedTr
 }
 
 export interface ThroughputContext {
-  lab: LoadedLab;
+  /** The lab's folder (for its baseline program) and definition. */
+  lab: { dir: string; definition: PipelineLab };
   kafka: Kafka;
   brokers: string[];
   /** The attempt's namespace; the two measurement namespaces derive from it. */
