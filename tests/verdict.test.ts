@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import type { CheckName, CheckResult } from '../src/shared/report.ts';
 import { capEvidence, MAX_EVIDENCE } from '../lab-server/runner/checkers/evidence.ts';
+import { selectLabChecks } from '../lab-server/runner/checkers/select.ts';
 import { decideVerdict } from '../lab-server/runner/checkers/verdict.ts';
 
 const check = (name: CheckName, passed: boolean): CheckResult => ({ name, passed, summary: passed ? 'held' : 'failed', evidence: [] });
@@ -62,5 +63,17 @@ describe('capEvidence', () => {
     expect(capped).toHaveLength(MAX_EVIDENCE + 1);
     expect(capped.at(-2)).toBe(`line ${MAX_EVIDENCE - 1}`);
     expect(capped.at(-1)).toBe('… and 5 more');
+  });
+});
+
+describe('selectLabChecks', () => {
+  it('keeps the checks the lab lists, in the lab\'s order, and drops the others', () => {
+    const decided = [check('no-duplicates', true), check('no-loss', false), check('order-preserved', true)];
+    expect(selectLabChecks(['no-loss', 'no-duplicates'], decided).map((c) => c.name)).toEqual(['no-loss', 'no-duplicates']);
+  });
+
+  it('leaves out a listed check nobody decided (so zero decided checks stays zero, an error)', () => {
+    expect(selectLabChecks(['no-loss'], [])).toEqual([]);
+    expect(decideVerdict({ checks: selectLabChecks(['no-loss'], []), inconclusive: null, passMessage: 'p' }).verdict).toBe('error');
   });
 });

@@ -17,6 +17,7 @@ import { ROOT_DIR } from '../core/paths.ts';
 import { createKafka } from '../kafka/client.ts';
 import { deleteTopics } from '../kafka/topics.ts';
 import type { LoadedLab } from '../labs/load-lab.ts';
+import { selectLabChecks } from './checkers/select.ts';
 import { decideVerdict, type VerdictInput } from './checkers/verdict.ts';
 import { compileProgram } from './compile.ts';
 import type { ManualFault } from './contract.ts';
@@ -28,10 +29,12 @@ import type { ProgramSource } from './program-instance.ts';
 import type { Supervisor } from './supervisor.ts';
 import type { Attempt, AttemptOptions, AttemptPhase } from './types.ts';
 
-/** What a scenario read and judged: the checks, how to weigh them, and the output counts. */
+/** What a scenario read and judged: every check it decided, how to weigh the lab's, and the output counts. */
 export interface Outcome {
+  /** Every check decided (the lifecycle selects the lab's, selectLabChecks). */
   checks: CheckResult[];
-  verdict: Omit<VerdictInput, 'checks'>;
+  /** How to weigh the lab's checks (passed in, selected and in the lab's order). */
+  verdict: (checks: readonly CheckResult[]) => Omit<VerdictInput, 'checks'>;
   outputs: number;
   abortedRecords: number;
 }
@@ -180,8 +183,9 @@ export class AttemptLifecycle implements Attempt {
       this.phase = 'verifying';
       this.emitProgress();
       const outcome = await this.scenario.collect();
-      const { verdict, message } = decideVerdict({ checks: outcome.checks, ...outcome.verdict });
-      report = this.report(seed, startedAtIso, verdict, message, outcome.checks, outcome);
+      const checks = selectLabChecks(this.lab.definition.checks, outcome.checks);
+      const { verdict, message } = decideVerdict({ checks, ...outcome.verdict(checks) });
+      report = this.report(seed, startedAtIso, verdict, message, checks, outcome);
     } catch (err) {
       const infrastructure = !(err instanceof KafkaIqError) || err.isInfrastructure;
       const compile = err instanceof KafkaIqError && err.code === 'COMPILE_FAILED';

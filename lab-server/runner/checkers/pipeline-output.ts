@@ -82,8 +82,8 @@ export async function readPipelineOutput(source: OutputSource): Promise<OutputRe
 }
 
 /**
- * Decides every check of the lab from what was read, with evidence a learner can follow: a pure
- * function, unit-tested without Kafka. The lab's check list (in its order) is selected here.
+ * Decides every check a pipeline can have from what was read, with evidence a learner can follow:
+ * a pure function. The lab's own list is selected afterwards (selectLabChecks).
  */
 export function checkPipelineOutput(read: OutputRead, input: OutputCheckInput): Verification {
   const { lab, realTopic } = input;
@@ -258,7 +258,7 @@ export function checkPipelineOutput(read: OutputRead, input: OutputCheckInput): 
   result('no-hanging-transactions', hanging, 'no transaction was left open: every output LSO reached its high watermark', (n) => `${n} output partitions are blocked by an open transaction`);
 
   return {
-    checks: lab.checks.map((name) => results.get(name)).filter((c): c is CheckResult => c !== undefined),
+    checks: [...results.values()],
     outputs: committedOut.length,
     abortedRecords,
   };

@@ -256,17 +256,16 @@ export class MonitorScenario implements Scenario {
       alerts: this.watch.alerts,
       quietSummary: this.quietSummary(),
     });
-    const checks = this.lab.checks.map((name) => judged.checks.get(name)!);
     const notCreated = cast.incidents.filter((i) => !this.created(i));
     const missingIncidents = this.incidentsPlanned - cast.incidents.length;
     const setUpFailed = notCreated.length > 0 || missingIncidents > 0;
     const why = notCreated.map((i) => `#${i.n} ${i.problem ?? `its blocked lag reached only ${i.lagAtQualify ?? 0} (threshold ${blockedLagThreshold})`}`);
     const delays = [...judged.reported].map(([n, a]) => (a.atMs - cast.incidents.find((i) => i.n === n)!.qualifiesAtMs) / 1000);
     return {
-      checks,
+      checks: [...judged.checks.values()],
       outputs: this.watch.alerts.length,
       abortedRecords: 0,
-      verdict: {
+      verdict: () => ({
         // A monitor cannot be blamed for not reporting a transaction the grader failed to leave hanging.
         excused: setUpFailed ? ['hanging-transaction-reported'] : [],
         inconclusive:
@@ -276,7 +275,7 @@ export class MonitorScenario implements Scenario {
         passMessage:
           `Both checks held: the monitor named all ${cast.incidents.length} hanging transaction(s) ${delays.map((d) => `${Math.max(0, d).toFixed(1)} s`).join(' and ')} after they were due, ` +
           `and raised no false alarm in ${this.watch.alerts.length} alert(s).`,
-      },
+      }),
     };
   }
 

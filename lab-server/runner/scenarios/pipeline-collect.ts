@@ -1,7 +1,7 @@
 /**
  * The pipeline scenario's collect step: reads what the program left (the output topics and the
  * group's offsets, the database rows, the lab API's effects, the coordinator's log) and hands it
- * to the checkers; the lab's check list is selected in one place, checkPipelineOutput.
+ * to the checkers (the lifecycle then selects the lab's checks, selectLabChecks).
  */
 import { checkApiEffects } from '../checkers/api-effects.ts';
 import { checkDatabaseEffects } from '../checkers/database-effects.ts';
@@ -42,12 +42,12 @@ export async function collectPipeline(scenario: PipelineParts): Promise<Outcome>
     checks: verification.checks,
     outputs,
     abortedRecords: verification.abortedRecords,
-    verdict: {
+    verdict: (checks) => ({
       failNote: scenario.timedOut ? ' The time limit was reached before all input was processed.' : '',
       inconclusive: attempt.driver.hitTransaction(faults, verification.abortedRecords)
         ? null
         : `All checks held, but no fault landed inside an open transaction, so exactly-once was not really tested: grade again (another seed).`,
-      passMessage: `All ${verification.checks.length} checks held under ${faults.length} faults (${faults.filter((f) => f.inTransaction).length} inside open transactions).`,
-    },
+      passMessage: `All ${checks.length} checks held under ${faults.length} faults (${faults.filter((f) => f.inTransaction).length} inside open transactions).`,
+    }),
   };
 }
