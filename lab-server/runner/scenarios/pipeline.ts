@@ -179,7 +179,7 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
       kind: fault.kind,
       instance,
       ...(event?.point ? { crashPoint: event.point } : {}),
-      // A crash point in an HTTP or SQL call lies inside the program's unit of work (api-faults.ts).
+      // A crash point in an HTTP or SQL call lies inside the program's unit of work (nemesis/api-faults.ts).
       inTransaction: event ? event.txnOpen || insideUnitOfWork(event.point) : txnOpen,
       ...(note ? { note } : {}),
     };
