@@ -18,7 +18,7 @@ describe('Supervisor', () => {
   it('restarts a program that exits on its own, with the same identity and the next incarnation', async () => {
     const lines: string[] = [];
     const starts: number[] = [];
-    const supervisor = new Supervisor(command("sh -c 'exit 3'"), { env: () => ({}), line: () => {}, started: (slot) => void starts.push(slot.incarnation) }, supervisorPolicy((l) => lines.push(l)));
+    const supervisor = new Supervisor(() => command("sh -c 'exit 3'"), { env: () => ({}), line: () => {}, started: (slot) => void starts.push(slot.incarnation) }, supervisorPolicy((l) => lines.push(l)));
     supervisor.start(1);
     await until(() => starts.length >= 3);
     await supervisor.stopAll(500);
@@ -30,7 +30,7 @@ describe('Supervisor', () => {
 
   it('does not restart an exit the grader caused, nor anything after stopAll', async () => {
     const starts: number[] = [];
-    const supervisor = new Supervisor(command('sleep 30'), { env: () => ({}), line: () => {}, started: (slot) => void starts.push(slot.incarnation) }, supervisorPolicy(() => {}));
+    const supervisor = new Supervisor(() => command('sleep 30'), { env: () => ({}), line: () => {}, started: (slot) => void starts.push(slot.incarnation) }, supervisorPolicy(() => {}));
     const slot = supervisor.start(1);
     supervisor.expectExit(slot.current);
     await slot.current.kill();
@@ -44,7 +44,7 @@ describe('Supervisor', () => {
 
   it('stops restarting when the policy says so (a throughput lane: at most a few restarts)', async () => {
     const policy: RestartPolicy = () => (supervisor.restarts >= 2 ? null : { delayMs: 10 });
-    const supervisor = new Supervisor(command("sh -c 'exit 1'"), { env: () => ({}), line: () => {}, instanceId: () => 'lane' }, policy);
+    const supervisor = new Supervisor(() => command("sh -c 'exit 1'"), { env: () => ({}), line: () => {}, instanceId: () => 'lane' }, policy);
     supervisor.start(1);
     await until(() => !supervisor.running);
     expect(supervisor.restarts).toBe(2);

@@ -75,7 +75,8 @@ export class Supervisor {
   private pending = 0;
 
   constructor(
-    private readonly source: ProgramSource,
+    /** The compiled program (asked at each start: the supervisor exists before the program is compiled). */
+    private readonly source: () => ProgramSource,
     private readonly hooks: SupervisorHooks,
     private readonly policy: RestartPolicy,
   ) {}
@@ -94,7 +95,7 @@ export class Supervisor {
     }
     const incarnation = (previous?.incarnation ?? 0) + 1;
     const id = this.hooks.instanceId?.(slotNumber) ?? `i${slotNumber}`;
-    const instance = new ProgramInstance(id, incarnation, this.source, this.hooks.env(slotNumber));
+    const instance = new ProgramInstance(id, incarnation, this.source(), this.hooks.env(slotNumber));
     const slot: Slot = { slot: slotNumber, current: instance, incarnation, txnOpen: false, restartsInARow: previous?.restartsInARow ?? 0 };
     this.slots.set(slotNumber, slot);
     if (previous) this.restarts++;

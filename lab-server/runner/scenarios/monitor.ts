@@ -50,7 +50,7 @@ function settled<T>(promise: Promise<T>): Promise<T> {
 
 export class MonitorScenario implements Scenario {
   readonly progressEveryMs = 500;
-  supervisor: Supervisor | null = null;
+  readonly supervisor: Supervisor;
   private readonly spec: MonitorSpec;
   private readonly otherTopic: string;
   private readonly watch: AlertWatch;
@@ -65,6 +65,19 @@ export class MonitorScenario implements Scenario {
     private readonly lab: MonitorLab,
   ) {
     this.spec = lab.monitor;
+    const history = attempt.history;
+    this.supervisor = new Supervisor(
+      () => attempt.source,
+      {
+        env: () => this.env(),
+        line: (instance, stream, line) => attempt.sink.line(instance.id, stream, line),
+        started: (slot) => history.mark('start', 'i1', slot.incarnation > 1 ? `incarnation ${slot.incarnation}` : undefined),
+        exited: (_instance, code, signal) => history.mark('exit', 'i1', signal ? `signal ${signal}` : `code ${code}`),
+        changed: () => attempt.emitState(),
+        stopping: () => attempt.stopping,
+      },
+      supervisorPolicy(this.system),
+    );
     this.otherTopic = `${attempt.namespace}-other-team`;
     this.watch = new AlertWatch(attempt.kafka, attempt.namespace, this.alertsTopic, () => attempt.startedAt, (alert) => this.echo(alert));
     this.cast = new MonitorCast(attempt, this.spec, attempt.realTopic(this.spec.watch), this.otherTopic, this.watch, () => this.incidentsPlanned);
@@ -97,19 +110,6 @@ export class MonitorScenario implements Scenario {
 
   async prepare(): Promise<void> {
     const { attempt } = this;
-    const history = attempt.history;
-    this.supervisor = new Supervisor(
-      attempt.source,
-      {
-        env: () => this.env(),
-        line: (instance, stream, line) => attempt.sink.line(instance.id, stream, line),
-        started: (slot) => history.mark('start', 'i1', slot.incarnation > 1 ? `incarnation ${slot.incarnation}` : undefined),
-        exited: (_instance, code, signal) => history.mark('exit', 'i1', signal ? `signal ${signal}` : `code ${code}`),
-        changed: () => attempt.emitState(),
-        stopping: () => attempt.stopping,
-      },
-      supervisorPolicy(this.system),
-    );
     await attempt.maintenance.withShared(async () => {
       const topics = [
         ...this.lab.topics.map((t) => ({
@@ -163,7 +163,7 @@ export class MonitorScenario implements Scenario {
   async playFree(): Promise<void> {
     const { attempt, cast } = this;
     cast.random = seededRandom(randomSeed());
-    this.supervisor!.start(1);
+    this.supervisor.start(1);
     attempt.phase = 'running';
     cast.startWorkload();
     this.system(
@@ -189,7 +189,7 @@ export class MonitorScenario implements Scenario {
       `Grading ${attempt.lab.id} (${attempt.options.mode === 'quick' ? 'quick' : 'full'}), seed ${this.seed}: ${this.incidentsPlanned} hanging transaction(s) among look-alikes; ` +
         `HANG_SECONDS=${hangSeconds}, BLOCKED_LAG_THRESHOLD=${blockedLagThreshold}, alerts due within ${reportWithinSeconds} s.`,
     );
-    this.supervisor!.start(1);
+    this.supervisor.start(1);
     attempt.phase = 'running';
     // While the scenario runs, no other attempt in this process restarts the broker under it:
     // the timing of the alerts is what is graded.
@@ -208,9 +208,9 @@ export class MonitorScenario implements Scenario {
   }
 
   private async stopMonitor(): Promise<void> {
-    const instance = this.supervisor?.first?.current;
+    const instance = this.supervisor.first?.current;
     if (!instance) return;
-    this.supervisor!.expectExit(instance);
+    this.supervisor.expectExit(instance);
     await instance.stop(3_000);
   }
 
@@ -333,7 +333,7 @@ export class MonitorScenario implements Scenario {
 
   manualFault(kind: ManualFault, instanceId?: string): Promise<void> {
     const { attempt } = this;
-    const supervisor = this.supervisor!;
+    const supervisor = this.supervisor;
     return manualFault(
       {
         supervisor,
@@ -368,7 +368,7 @@ export class MonitorScenario implements Scenario {
 
   async shutdown(): Promise<void> {
     if (this.sampler) clearInterval(this.sampler);
-    await this.supervisor?.first?.current.stop(2_000);
+    await this.supervisor.first?.current.stop(2_000);
     await this.cast.close();
     await this.watch.close();
     await this.cast.disconnect();

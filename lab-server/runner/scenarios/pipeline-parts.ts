@@ -17,7 +17,7 @@ export interface PipelineParts {
   readonly lab: PipelineLab;
   readonly writer: InputWriter;
   readonly progressTracker: PipelineProgress;
-  supervisor: Supervisor | null;
+  readonly supervisor: Supervisor;
   /** Labs with an `api` block: this attempt's namespace of the lab HTTP API (lab-server/api). */
   api: ApiNamespace | null;
   /** Labs with a `database` block: the attempt's own database (DATABASE_URL). */

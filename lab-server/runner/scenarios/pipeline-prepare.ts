@@ -1,6 +1,5 @@
 /**
- * The pipeline scenario's prepare step: the supervisor for the program's instances, the lab API
- * namespace and database (if the lab has them), the lab's topics on a whole cluster, the
+ * The pipeline scenario's prepare step (and its supervisor): the lab API namespace and database (if the lab has them), the lab's topics on a whole cluster, the
  * coordinator-log watch of no-transaction-timeouts, and the seeder's producer.
  */
 import { labApi } from '../../api/lab-api.ts';
@@ -11,11 +10,12 @@ import { AttemptDatabase } from '../database-attempt.ts';
 import { Supervisor, supervisorPolicy } from '../supervisor.ts';
 import type { PipelineParts } from './pipeline-parts.ts';
 
-export async function preparePipeline(scenario: PipelineParts): Promise<void> {
-  const { attempt, lab } = scenario;
+/** The supervisor of a pipeline's instances: each start, exit and IPC event goes to the history. */
+export function pipelineSupervisor(scenario: Omit<PipelineParts, 'supervisor'>): Supervisor {
+  const { attempt } = scenario;
   const history = attempt.history;
-  scenario.supervisor = new Supervisor(
-    attempt.source,
+  return new Supervisor(
+    () => attempt.source,
     {
       env: (slot) => scenario.env(slot),
       line: (instance, stream, line) => attempt.sink.line(instance.id, stream, line),
@@ -40,6 +40,10 @@ export async function preparePipeline(scenario: PipelineParts): Promise<void> {
     },
     supervisorPolicy((line) => attempt.sink.system(line)),
   );
+}
+
+export async function preparePipeline(scenario: PipelineParts): Promise<void> {
+  const { attempt, lab } = scenario;
   if (lab.api) scenario.api = (await labApi()).open(attempt.namespace);
   // The lab's database (if any) is prepared while the topics are created.
   const spec = lab.database;

@@ -27,7 +27,7 @@ import type { ProgramProcess } from '../program-instance.ts';
 import { InputWriter, planSeedTransactions, splitIntoWaves, type SeedTransaction } from '../seeder.ts';
 import { collectPipeline } from './pipeline-collect.ts';
 import type { PipelineParts } from './pipeline-parts.ts';
-import { preparePipeline } from './pipeline-prepare.ts';
+import { pipelineSupervisor, preparePipeline } from './pipeline-prepare.ts';
 import { PipelineProgress } from './pipeline-progress.ts';
 import { measureThroughput, type ThroughputResult } from './throughput.ts';
 
@@ -39,7 +39,7 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
   readonly lab: PipelineLab;
   readonly writer: InputWriter;
   readonly progressTracker: PipelineProgress;
-  supervisor: Supervisor | null = null;
+  readonly supervisor: Supervisor;
   /** Labs with an `api` block: this attempt's namespace of the lab HTTP API (lab-server/api). */
   api: ApiNamespace | null = null;
   /** Labs with a `database` block: the attempt's own database (DATABASE_URL). */
@@ -49,9 +49,9 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
   throughput: ThroughputResult | null = null;
   timedOut = false;
   faultsDone = 0;
-  private plan_: FaultPlan | null = null;
+  private faultPlan: FaultPlan | null = null;
   private expected = 0;
-  private nextWave_: () => SeedTransaction[] = () => [];
+  private takeWave: () => SeedTransaction[] = () => [];
 
   constructor(
     readonly attempt: AttemptLifecycle,
@@ -68,8 +68,9 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
       written: () => this.writer.written,
       database: () => this.database,
       watchStages: () => attempt.options.mode !== 'run' && (attempt.phase === 'running' || attempt.phase === 'settling'),
-      moved: () => this.supervisor?.resetRestartCounts(),
+      moved: () => this.supervisor.resetRestartCounts(),
     });
+    this.supervisor = pipelineSupervisor(this);
   }
 
   // ---- NemesisContext (what the fault handlers and the driver see) -----------------------------
@@ -94,7 +95,7 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
     return this.attempt.stopping;
   }
   get slots(): Iterable<Slot> {
-    return this.supervisor!.slots.values();
+    return this.supervisor.slots.values();
   }
   get processed() {
     return this.progressTracker.processed;
@@ -103,31 +104,31 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
     return this.writer.written.filter((r) => r.committed).length;
   }
   get nextSlot() {
-    return this.supervisor!.nextSlot;
+    return this.supervisor.nextSlot;
   }
   slot(n: number) {
-    return this.supervisor!.slot(n);
+    return this.supervisor.slot(n);
   }
   startSlot(n: number): Slot {
-    return this.supervisor!.start(n);
+    return this.supervisor.start(n);
   }
   expectExit(instance: ProgramProcess) {
-    this.supervisor!.expectExit(instance);
+    this.supervisor.expectExit(instance);
   }
   addZombie(instance: ProgramProcess) {
-    this.supervisor!.zombies.add(instance);
+    this.supervisor.zombies.add(instance);
   }
   removeZombie(instance: ProgramProcess) {
-    this.supervisor!.zombies.delete(instance);
+    this.supervisor.zombies.delete(instance);
   }
   hasMemberships(instance: ProgramProcess) {
-    return this.supervisor!.members.has(instance);
+    return this.supervisor.members.has(instance);
   }
   freshProcessed() {
     return this.progressTracker.fresh();
   }
   nextWave() {
-    return this.nextWave_();
+    return this.takeWave();
   }
   realTopic(logical: string) {
     return this.attempt.realTopic(logical);
@@ -163,7 +164,7 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
    * the group already dropped is just gone.
    */
   async removeFromGroups(instance: ProgramProcess): Promise<void> {
-    const groups = this.supervisor!.members.get(instance);
+    const groups = this.supervisor.members.get(instance);
     if (!groups) return;
     // Not waiting for a slow answer: at most 3 s, then the session timeout does it.
     const leave = Promise.all([...groups].map(([groupId, memberId]) => removeGroupMember(this.brokers, groupId, memberId).catch(() => {})));
@@ -187,7 +188,7 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
     this.attempt.history.mark('fault', instance, `${fault.kind}${record.crashPoint ? ` at ${record.crashPoint}` : ''}`);
     this.attempt.options.listener.fault(record);
     this.system(
-      `fault ${n}/${this.plan_?.faults.length ?? 0}: ${fault.kind} ${instance}${record.crashPoint ? ` at ${record.crashPoint}` : ''}${record.inTransaction ? ' (inside an open transaction)' : ''}${note ? ` — ${note}` : ''}`,
+      `fault ${n}/${this.faultPlan?.faults.length ?? 0}: ${fault.kind} ${instance}${record.crashPoint ? ` at ${record.crashPoint}` : ''}${record.inTransaction ? ' (inside an open transaction)' : ''}${note ? ` — ${note}` : ''}`,
     );
     return record;
   }
@@ -212,7 +213,7 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
   // ---- Scenario --------------------------------------------------------------------------------
 
   plan(seed: number): void {
-    this.plan_ = planFaults(this.attempt.options.mode === 'quick' ? this.lab.faults.quick : this.lab.faults.full, seed);
+    this.faultPlan = planFaults(this.attempt.options.mode === 'quick' ? this.lab.faults.quick : this.lab.faults.full, seed);
   }
 
   async pollProgress(): Promise<void> {
@@ -226,7 +227,7 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
       processed: this.progressTracker.processed,
       expected: this.expected || this.committedWritten,
       faultsDone: this.faultsDone,
-      faultsPlanned: this.plan_?.faults.length ?? 0,
+      faultsPlanned: this.faultPlan?.faults.length ?? 0,
     };
   }
 
@@ -248,7 +249,7 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
 
   async play(): Promise<void> {
     const { attempt } = this;
-    const plan = this.plan_!;
+    const plan = this.faultPlan!;
     // Performance labs: time a baseline and the learner's program on bursts of their own topics
     // first, before any fault, so the timing is clean and the lab's topics stay untouched.
     if (this.lab.throughput) {
@@ -270,7 +271,7 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
     // Several instances also get a warm-up wave (see below).
     const multi = this.lab.instances > 1;
     const waves = splitIntoWaves(transactions, 2 * plan.faults.length + 1 + plan.faults.filter((f) => f.kind === 'zombie').length + (multi ? 1 : 0));
-    this.nextWave_ = () => waves.shift() ?? [];
+    this.takeWave = () => waves.shift() ?? [];
     this.expected = transactions.filter((t) => t.commit).reduce((n, t) => n + t.records.length, 0);
     this.system(
       `Grading ${attempt.lab.id} (${attempt.options.mode === 'quick' ? 'quick' : 'full'}), seed ${plan.seed}: ${plan.faults.length} faults, ${this.expected} committed input records in ${waves.length} waves, limit ${Math.round(attempt.limitMs / 1000)} s.`,
@@ -304,7 +305,7 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
     attempt.stopping = true;
     // A generous grace: a program finishing its last transaction on a busy machine must not be
     // SIGKILLed mid-transaction by us, or the hanging transaction would be blamed on it.
-    await this.supervisor!.stopAll(STOP_GRACE_MS);
+    await this.supervisor.stopAll(STOP_GRACE_MS);
     attempt.emitState();
   }
 
@@ -324,7 +325,7 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
     await this.writer.settled();
     progress.lastActivityAt = Date.now();
     while (Date.now() < attempt.deadline) {
-      if (progress.processed >= this.expected && this.supervisor!.zombies.size === 0 && progress.settled()) return true;
+      if (progress.processed >= this.expected && this.supervisor.zombies.size === 0 && progress.settled()) return true;
       const laterStagesBehind = progress.staged && progress.processed >= this.expected && !progress.stagesCaughtUp;
       const quietMs = this.driver.quietMs(QUIET_MS, laterStagesBehind);
       // A broker restart (this grade's or a parallel one's) is nobody's lack of progress.
@@ -356,7 +357,7 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
   }
 
   manualFault(kind: ManualFault, instanceId?: string): Promise<void> {
-    const supervisor = this.supervisor!;
+    const supervisor = this.supervisor;
     return manualFault(
       {
         supervisor,
@@ -381,7 +382,7 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
   }
 
   async shutdown(): Promise<void> {
-    await Promise.all((this.supervisor?.live() ?? []).map((i) => i.stop(2_000)));
+    await Promise.all(this.supervisor.live().map((i) => i.stop(2_000)));
     await this.database?.release().catch((err) => this.system(`the attempt's database could not be given back: ${describeError(err)}`));
     await this.writer.disconnect();
     await this.progressTracker.close();

@@ -178,7 +178,7 @@ class Lane {
       return { delayMs: 250 };
     };
     this.supervisor = new Supervisor(
-      source,
+      () => source,
       {
         env: () => ctx.env(namespace),
         instanceId: () => name,
