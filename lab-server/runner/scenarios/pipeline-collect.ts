@@ -6,6 +6,7 @@
 import { checkApiEffects } from '../checkers/api-effects.ts';
 import { checkDatabaseEffects } from '../checkers/database-effects.ts';
 import { checkPipelineOutput, readPipelineOutput } from '../checkers/pipeline-output.ts';
+import { checkTransactionTimeouts } from '../checkers/transaction-timeouts.ts';
 import type { Outcome } from '../lifecycle.ts';
 import type { PipelineParts } from './pipeline-parts.ts';
 
@@ -18,7 +19,7 @@ export async function collectPipeline(scenario: PipelineParts): Promise<Outcome>
   const effects = scenario.database && lab.database ? checkDatabaseEffects(lab.database, lab, inputs, await scenario.database.readRows()) : null;
   // no-transaction-timeouts: the coordinator's log since the start (transaction-timeouts.ts).
   const txnTimeouts = scenario.txnTimeouts;
-  const timeoutCheck = txnTimeouts ? await maintenance.withShared(() => txnTimeouts.check(history.faults, attempt.startedAt)) : null;
+  const timeoutCheck = txnTimeouts ? checkTransactionTimeouts(await maintenance.withShared(() => txnTimeouts.readLog()), attempt.namespace, history.faults, attempt.startedAt) : null;
   const realTopic = (t: string) => attempt.realTopic(t);
   const read = await maintenance.withShared(() => readPipelineOutput({ kafka: attempt.kafka, brokers: attempt.options.brokers, lab, groupId: attempt.groupId, realTopic }));
   const verification = checkPipelineOutput(read, {
