@@ -271,27 +271,63 @@ describe('API faults', () => {
     expect(a.recorded[0]).toMatchObject({ kind: 'api-error', instance: 'api', note: 'skipped: this lab has no API' });
   });
 
-  it('api-error: the next call to the real lab API gets the error, and the note names it', async () => {
+  /** A fake attempt on the http-idempotency lab whose every wave makes the "program" POST a payment to the real lab API. */
+  async function apiAttempt(timeoutMs?: number) {
     const lab = asPipeline((await loadLab('http-idempotency')).definition);
-    const ns = (await labApi()).open(`nemesis-${Date.now()}`);
+    const ns = (await labApi()).open(`nemesis-${Date.now()}-${Math.random().toString(36).slice(2, 6)}`);
+    const a = fakeAttempt({ lab, api: ns });
+    const writeWave = a.ctx.writeWave;
+    const answers: (number | 'gave up')[] = [];
+    (a.ctx as { writeWave: NemesisContext['writeWave'] }).writeWave = async (w) => {
+      await writeWave(w);
+      const call = fetch(`${ns.baseUrl}/payments`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'idempotency-key': 'k1' },
+        body: JSON.stringify({ paymentId: 'p1', amountCents: 100, currency: 'EUR' }),
+        ...(timeoutMs ? { signal: AbortSignal.timeout(timeoutMs) } : {}),
+      }).then(
+        (res) => void answers.push(res.status),
+        () => void answers.push('gave up'),
+      );
+      if (!timeoutMs) await call;
+    };
+    return { a, ns, lab, answers };
+  }
+
+  it('api-error: the next call to the real lab API gets the error, nothing is applied, and the note names the call', async () => {
+    const { a, ns, lab, answers } = await apiAttempt();
     try {
-      const a = fakeAttempt({ lab, api: ns });
-      const writeWave = a.ctx.writeWave;
-      let status = 0;
-      // The wave makes the "program" call the API.
-      (a.ctx as { writeWave: NemesisContext['writeWave'] }).writeWave = async (w) => {
-        await writeWave(w);
-        const res = await fetch(`${ns.baseUrl}/payments`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', 'idempotency-key': 'k1' },
-          body: JSON.stringify({ paymentId: 'p1', amountCents: 100, currency: 'EUR' }),
-        });
-        status = res.status;
-      };
       await injectFault(a.ctx, fault('api-error', { crashPoint: undefined }), wave(1));
-      expect(status).toBe(lab.api!.faults.errorStatus);
+      expect(answers).toEqual([lab.api!.faults.errorStatus]);
       expect(a.recorded[0]).toMatchObject({ kind: 'api-error', instance: 'api', txnOpen: null, note: expect.stringContaining('POST /payments with key "k1"') });
       expect(ns.effects).toEqual([]);
+    } finally {
+      ns.close();
+    }
+  });
+
+  it('api-slow: the next call is answered late, and applied', async () => {
+    const { a, ns, lab, answers } = await apiAttempt();
+    try {
+      const started = Date.now();
+      await injectFault(a.ctx, fault('api-slow', { crashPoint: undefined }), wave(1));
+      expect(Date.now() - started).toBeGreaterThanOrEqual(lab.api!.faults.slowMs - 50);
+      expect(answers).toEqual([201]);
+      expect(a.recorded[0]!.note).toMatch(/late .*first: POST \/payments with key "k1"/);
+      expect(ns.effects.map((e) => e.id)).toEqual(['p1']);
+    } finally {
+      ns.close();
+    }
+  }, 30_000);
+
+  it('api-timeout: the effect is applied but the answer held until the client gives up', async () => {
+    const { a, ns, answers } = await apiAttempt(500);
+    try {
+      await injectFault(a.ctx, fault('api-timeout', { crashPoint: undefined }), wave(1));
+      expect(a.recorded[0]!.note).toMatch(/applied POST \/payments with key "k1" but held the answer/);
+      expect(ns.effects.map((e) => e.id)).toEqual(['p1']);
+      await new Promise((r) => setTimeout(r, 700));
+      expect(answers).toEqual(['gave up']);
     } finally {
       ns.close();
     }
