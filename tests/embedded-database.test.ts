@@ -13,7 +13,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { labDefinitionSchema } from '../src/shared/lab.ts';
+import { labDefinitionSchema, pipelineLabSchema } from '../src/shared/lab.ts';
 import { EmbeddedDatabase } from '../lab-server/db/embedded.ts';
 import { DatabasePool, databaseName, redactUrl } from '../lab-server/db/pool.ts';
 import type { ChildEvent } from '../lab-server/runner/child/protocol.ts';
@@ -219,7 +219,7 @@ describe('database pool and lab format', () => {
       checks: ['no-duplicate-effects', 'no-lost-effects'],
     };
     const database = { schema: 'CREATE TABLE t (id text)', effects: 'SELECT id FROM t', effect: () => ({ id: 'a' }) };
-    const parsed = labDefinitionSchema.parse({ ...base, database });
+    const parsed = pipelineLabSchema.parse({ ...base, database });
     expect(parsed.database?.what).toBe('row');
     expect(labDefinitionSchema.safeParse({ ...base, database: { ...database, extra: 1 } }).success).toBe(false);
     expect(labDefinitionSchema.safeParse({ ...base, database: { ...database, effect: 'not a function' } }).success).toBe(false);

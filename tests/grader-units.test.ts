@@ -17,6 +17,7 @@ import { ROOT_DIR } from '../lab-server/core/paths.ts';
 import { listLabIds, loadLab } from '../lab-server/labs/load-lab.ts';
 import { formatReport } from '../src/shared/format-report.ts';
 import type { GradeReport } from '../src/shared/report.ts';
+import { asPipeline } from './support/labs.ts';
 
 describe('fault plans', () => {
   const specs = [
@@ -63,7 +64,7 @@ describe('fault plans', () => {
 
 describe('seeding', () => {
   it('writes aborted transactions, ends every seed with a committed one and keeps a key on one partition', async () => {
-    const lab = (await loadLab('single-stage')).definition;
+    const lab = asPipeline((await loadLab('single-stage')).definition);
     const txns = planSeedTransactions(lab);
     expect(txns.filter((t) => !t.commit).length).toBeGreaterThan(3);
     expect(txns.at(-1)!.commit).toBe(true);

@@ -9,14 +9,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { MaintenanceLock } from '../lab-server/broker/maintenance.ts';
 import { partitionOffsets, readTopic } from '../lab-server/kafka/inspect.ts';
 import { InputWriter, planSeedTransactions } from '../lab-server/runner/seeder.ts';
-import { labDefinitionSchema } from '../src/shared/lab.ts';
+import { pipelineLabSchema } from '../src/shared/lab.ts';
 import { testKafka, uniqueName } from './support/kafka.ts';
 
 const kafka = testKafka('held-transaction');
 const brokers = inject('brokers');
 let admin: Admin;
 
-const lab = labDefinitionSchema.parse({
+const lab = pipelineLabSchema.parse({
   title: 'held',
   summary: 'A seed with a long-open transaction',
   env: [{ name: 'KAFKA_BROKERS', description: 'brokers' }],

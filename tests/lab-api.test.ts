@@ -8,11 +8,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { labDefinitionSchema, type LabDefinitionInput } from '../src/shared/lab.ts';
+import { labDefinitionSchema, pipelineLabSchema, type LabDefinitionInput } from '../src/shared/lab.ts';
 import { LabApiServer, type ApiNamespace } from '../lab-server/api/lab-api.ts';
-import { armFor, insideUnitOfWork } from '../lab-server/api/api-faults.ts';
-import { apiLabProblems } from '../lab-server/api/lab-rules.ts';
-import { apiEffectChecks } from '../lab-server/api/verify-effects.ts';
+import { armFor, insideUnitOfWork } from '../lab-server/runner/nemesis/api-faults.ts';
+import { apiLabProblems } from '../lab-server/labs/api-rules.ts';
+import { checkApiEffects } from '../lab-server/runner/checkers/api-effects.ts';
 import type { ChildEvent } from '../lab-server/runner/child/protocol.ts';
 import { compileProgram } from '../lab-server/runner/compile.ts';
 import { ProgramInstance } from '../lab-server/runner/program-instance.ts';
@@ -209,7 +209,7 @@ const LAB: LabDefinitionInput = {
 };
 
 function labApiSpec() {
-  return labDefinitionSchema.parse(LAB).api!;
+  return pipelineLabSchema.parse(LAB).api!;
 }
 
 describe('effect checks', () => {
@@ -237,7 +237,7 @@ describe('effect checks', () => {
   it('finds duplicates (with the fault before the repeat), losses, charges nobody asked for, and wrong amounts', () => {
     const startedAt = 1_000_000;
     const inputs = [seeded(1, true), seeded(2, true), seeded(3, true), seeded(4, false)];
-    const checks = apiEffectChecks({
+    const checks = checkApiEffects({
       api: labApiSpec(),
       effects: [
         effect(1, 'p1', 100, null, startedAt + 1_000),
@@ -263,7 +263,7 @@ describe('effect checks', () => {
 
   it('passes when every committed input was applied exactly once with its data', () => {
     const inputs = [seeded(1, true), seeded(2, true), seeded(3, false)];
-    const checks = apiEffectChecks({ api: labApiSpec(), effects: [effect(1, 'p1', 100, 'a', 0), effect(2, 'p2', 200, 'b', 0)], inputs, faults: [], startedAt: 0 });
+    const checks = checkApiEffects({ api: labApiSpec(), effects: [effect(1, 'p1', 100, 'a', 0), effect(2, 'p2', 200, 'b', 0)], inputs, faults: [], startedAt: 0 });
     expect(checks.map((c) => [c.name, c.passed])).toEqual([
       ['no-duplicate-effects', true],
       ['no-lost-effects', true],
@@ -274,7 +274,7 @@ describe('effect checks', () => {
 
 describe('lab rules', () => {
   it('accepts the api block with its defaults', () => {
-    const lab = labDefinitionSchema.parse(LAB);
+    const lab = pipelineLabSchema.parse(LAB);
     expect(lab.api).toMatchObject({ env: 'API_URL', count: 'applied', faults: { slowMs: 3_000, errorStatus: 503, timeoutHoldMs: 20_000 } });
     expect(apiLabProblems(lab)).toEqual([]);
   });

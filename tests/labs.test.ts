@@ -21,7 +21,7 @@ import { postgresBin, POSTGRES_MISSING, ThrowawayPostgres } from './support/post
 // KAFKAIQ_LABS=db-sink,outbox narrows the run to some labs (an instructor working on one).
 const labs = process.env.KAFKAIQ_LABS ? process.env.KAFKAIQ_LABS.split(',').map((id) => id.trim()).filter(Boolean) : listLabIds();
 /** Every lab with a `database` block. */
-const databaseLabs = (await Promise.all(labs.map((id) => loadLab(id)))).filter((lab) => lab.definition.database).map((lab) => lab.id);
+const databaseLabs = (await Promise.all(labs.map((id) => loadLab(id)))).filter((lab) => lab.definition.kind === 'pipeline' && lab.definition.database).map((lab) => lab.id);
 /** Suffix of a database lab's fixtures graded on the real server. */
 const ON_SERVER = ' (PostgreSQL server)';
 const bin = postgresBin();

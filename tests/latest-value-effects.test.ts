@@ -2,15 +2,16 @@
  * Database labs whose effects share an id (the latest value of a key wins: an upsert of a window's
  * count, as in read-committed-downstream): the grader expects the LAST committed input's value,
  * flags a row holding a value only an aborted input carries as an aborted read, and counts
- * progress up to the input whose value the row holds. The database is stubbed: only the grader's
- * bookkeeping is under test (no broker, no PostgreSQL).
+ * progress up to the input whose value the row holds. The checks are a pure function of the rows;
+ * for the progress count the database is stubbed (no broker, no PostgreSQL).
  */
 import { describe, expect, it } from 'vitest';
-import { labDefinitionSchema } from '../src/shared/lab.ts';
+import { pipelineLabSchema } from '../src/shared/lab.ts';
+import { checkDatabaseEffects } from '../lab-server/runner/checkers/database-effects.ts';
 import { AttemptDatabase, type EffectRow } from '../lab-server/runner/database-attempt.ts';
 import type { SeededRecord } from '../lab-server/runner/seeder.ts';
 
-const lab = labDefinitionSchema.parse({
+const lab = pipelineLabSchema.parse({
   title: 'latest value',
   summary: 'upsert the latest value per key',
   env: [{ name: 'DATABASE_URL', description: 'db' }],
@@ -43,7 +44,7 @@ function database(rows: EffectRow[]): AttemptDatabase {
 }
 
 const verdicts = async (rows: EffectRow[]) =>
-  Object.fromEntries((await database(rows).verify(lab, inputs)).checks.map((c) => [c.name, c.passed]));
+  Object.fromEntries(checkDatabaseEffects(lab.database!, lab, inputs, { rows }).checks.map((c) => [c.name, c.passed]));
 
 describe('effects whose id is shared by several inputs', () => {
   it('passes when each row holds the last committed value', async () => {
@@ -59,7 +60,7 @@ describe('effects whose id is shared by several inputs', () => {
   });
 
   it('flags a value only an aborted input carries, and rows of aborted-only ids', async () => {
-    const checks = (await database([{ id: 'a', value: '99' }, { id: 'b', value: '3' }, { id: 'c', value: '7' }]).verify(lab, inputs)).checks;
+    const checks = checkDatabaseEffects(lab.database!, lab, inputs, { rows: [{ id: 'a', value: '99' }, { id: 'b', value: '3' }, { id: 'c', value: '7' }] }).checks;
     const aborted = checks.find((c) => c.name === 'no-aborted-reads')!;
     expect(aborted.passed).toBe(false);
     expect(aborted.evidence.join('\n')).toMatch(/"a" holds "99"/);

@@ -13,7 +13,7 @@ import {
   TransactionLogFormatError,
 } from '../lab-server/kafka/transaction-log.ts';
 import { loadLab } from '../lab-server/labs/load-lab.ts';
-import { judgeMonitor, parseAlert, type HangIncident, type MonitorJudgeInput } from '../lab-server/runner/monitor-verify.ts';
+import { checkMonitorAlerts, parseAlert, type HangIncident, type MonitorJudgeInput } from '../lab-server/runner/checkers/monitor-alerts.ts';
 import { testKafka, uniqueName } from './support/kafka.ts';
 
 describe('__transaction_state on the real broker', () => {
@@ -151,7 +151,7 @@ describe('monitor checks', () => {
   });
   const alert = (over: object = {}) => ({ transactionalId: 'ns-app-7', topic: watch, partition: 1, blockedLag: 90, ...over });
   const verdicts = (i: MonitorJudgeInput) => {
-    const { checks } = judgeMonitor(i);
+    const { checks } = checkMonitorAlerts(i);
     return [checks.get('hanging-transaction-reported')!.passed, checks.get('no-false-alarms')!.passed];
   };
 
@@ -160,7 +160,7 @@ describe('monitor checks', () => {
   });
 
   it('fails a missing, late, low or implausible alert, and says what was expected and seen', () => {
-    const none = judgeMonitor(input([])).checks.get('hanging-transaction-reported')!;
+    const none = checkMonitorAlerts(input([])).checks.get('hanging-transaction-reported')!;
     expect(none.passed).toBe(false);
     expect(none.evidence.join('\n')).toMatch(/expected between \+14\.0 s and \+18\.0 s an alert naming ns-app-7.*\n.*no alert about it at all/);
     expect(verdicts(input([{ atMs: 18_500, value: alert() }]))).toEqual([false, true]);
@@ -170,7 +170,7 @@ describe('monitor checks', () => {
   });
 
   it('counts an unnamed alert at the right place as a true alarm with a wrong name', () => {
-    const judged = judgeMonitor(input([{ atMs: 15_000, value: alert({ transactionalId: 'producer-17' }) }]));
+    const judged = checkMonitorAlerts(input([{ atMs: 15_000, value: alert({ transactionalId: 'producer-17' }) }]));
     expect(judged.checks.get('hanging-transaction-reported')!.evidence.join('\n')).toMatch(/names "producer-17", not the transactional id/);
     expect(judged.checks.get('no-false-alarms')!.passed).toBe(true);
   });
@@ -186,7 +186,7 @@ describe('monitor checks', () => {
       ['ALERT ns-app-7 is stuck', 15_000, /unreadable: the value is not JSON/],
     ];
     for (const [value, atMs, why] of cases) {
-      const check = judgeMonitor(input([{ atMs, value }])).checks.get('no-false-alarms')!;
+      const check = checkMonitorAlerts(input([{ atMs, value }])).checks.get('no-false-alarms')!;
       expect(check.passed, String(why)).toBe(false);
       expect(check.evidence.join('\n')).toMatch(why);
     }

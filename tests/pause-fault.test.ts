@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { connectCluster, type KafkaCluster } from '../lab-server/broker/cluster.ts';
 import { ROOT_DIR } from '../lab-server/core/paths.ts';
 import { gradeProgram } from '../lab-server/runner/check-labs.ts';
-import type { ProgramInput } from '../lab-server/runner/lab-attempt.ts';
+import type { ProgramInput } from '../lab-server/runner/types.ts';
 
 let cluster: KafkaCluster;
 

@@ -1,5 +1,5 @@
 /**
- * The check no-transaction-timeouts (lab-server/runner/transaction-timeouts.ts) against the real
+ * The check no-transaction-timeouts (lab-server/runner/checkers/transaction-timeouts.ts) against the real
  * broker: a transaction held open past its transactionTimeout is found in __transaction_state;
  * the program's own abort, a commit, and a fence by a new producer (a restart) are not; a timeout
  * while a grader fault held the program is excused.
@@ -7,7 +7,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import type { FaultRecord } from '../src/shared/report.ts';
-import { TransactionTimeoutWatch } from '../lab-server/runner/transaction-timeouts.ts';
+import { TransactionTimeoutWatch } from '../lab-server/runner/checkers/transaction-timeouts.ts';
 import { testKafka, uniqueName } from './support/kafka.ts';
 
 describe('no-transaction-timeouts on the real broker', () => {

@@ -10,12 +10,9 @@ import { retry } from '../core/retry.ts';
 import { createKafka } from '../kafka/client.ts';
 import { ensureBrokerJars } from './jars.ts';
 import { findJava } from './java.ts';
+import { serverProperties, type BrokerNode } from './server-properties.ts';
 
-export interface BrokerNode {
-  nodeId: number;
-  port: number;
-  controllerPort: number;
-}
+export type { BrokerNode } from './server-properties.ts';
 
 export interface BrokerOptions {
   /** 1 for the teaching broker, 3 for the failover labs. */
@@ -193,7 +190,7 @@ export class BrokerProcess {
     if (!fs.existsSync(clusterIdFile)) fs.writeFileSync(clusterIdFile, randomBytes(16).toString('base64url'));
     const clusterId = fs.readFileSync(clusterIdFile, 'utf8').trim();
     for (const node of this.nodes) {
-      fs.writeFileSync(this.configPath(node.nodeId), this.serverProperties(node));
+      fs.writeFileSync(this.configPath(node.nodeId), serverProperties(this.nodes, (id) => this.nodeDir(id), node));
       if (fs.existsSync(path.join(this.nodeDir(node.nodeId), 'meta.properties'))) continue;
       const result = spawnSync(
         javaCommand,
@@ -208,60 +205,6 @@ export class BrokerProcess {
         );
       }
     }
-  }
-
-  private serverProperties(node: BrokerNode): string {
-    const replicas = this.nodes.length;
-    const minIsr = replicas >= 3 ? 2 : 1;
-    const voters = this.nodes.map((n) => `${n.nodeId}@127.0.0.1:${n.controllerPort}`).join(',');
-    const props: Record<string, string | number> = {
-      'process.roles': 'broker,controller',
-      'node.id': node.nodeId,
-      'controller.quorum.voters': voters,
-      listeners: `PLAINTEXT://127.0.0.1:${node.port},CONTROLLER://127.0.0.1:${node.controllerPort}`,
-      'advertised.listeners': `PLAINTEXT://127.0.0.1:${node.port}`,
-      'controller.listener.names': 'CONTROLLER',
-      'inter.broker.listener.name': 'PLAINTEXT',
-      'listener.security.protocol.map': 'PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
-      'log.dirs': this.nodeDir(node.nodeId),
-      'num.partitions': 1,
-      'default.replication.factor': replicas,
-      'min.insync.replicas': minIsr,
-      // Topics are created by the lab runtime; a typo in a learner's topic name should fail loudly.
-      'auto.create.topics.enable': 'false',
-      'offsets.topic.replication.factor': replicas,
-      // One partition each: coordinators load in a blink after a restart, and the failover lab has
-      // exactly one transaction-coordinator leader to kill.
-      'offsets.topic.num.partitions': 1,
-      'transaction.state.log.replication.factor': replicas,
-      'transaction.state.log.min.isr': minIsr,
-      'transaction.state.log.num.partitions': 1,
-      // Teaching broker: groups form at once, and abandoned transactions are swept every few seconds.
-      'group.initial.rebalance.delay.ms': 0,
-      'group.min.session.timeout.ms': 2_000,
-      'transaction.abort.timed.out.transaction.cleanup.interval.ms': 2_000,
-      'transaction.remove.expired.transaction.cleanup.interval.ms': 60_000,
-      'num.network.threads': 2,
-      'num.io.threads': 4,
-      'background.threads': 4,
-      'log.retention.hours': 24,
-      'log.segment.bytes': 16 * 1024 * 1024,
-      'share.coordinator.state.topic.replication.factor': replicas,
-      'share.coordinator.state.topic.min.isr': minIsr,
-      ...(replicas >= 3
-        ? {
-            // The failover labs SIGKILL a node. The controller moves its partition leaderships
-            // (the transaction coordinator's among them) only once it has fenced the node for
-            // missing heartbeats: 9 s by default, 3 s here.
-            'broker.heartbeat.interval.ms': 500,
-            'broker.session.timeout.ms': 3_000,
-            // No background leader moves: leaders change only when the grader kills a node,
-            // never at some unplanned moment of another attempt's grade.
-            'auto.leader.rebalance.enable': 'false',
-          }
-        : {}),
-    };
-    return Object.entries(props).map(([k, v]) => `${k}=${v}`).join('\n') + '\n';
   }
 
   private spawnNode(node: BrokerNode, javaCommand: string): void {

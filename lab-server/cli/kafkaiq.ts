@@ -9,10 +9,10 @@ import { ClusterPool } from '../broker/cluster-pool.ts';
 import { describeError, KafkaIqError } from '../core/errors.ts';
 import { listLabIds, loadLab } from '../labs/load-lab.ts';
 import { scaffoldLab } from '../labs/scaffold.ts';
-import { createAttempt, type ProgramInput } from '../runner/attempt.ts';
+import type { ProgramInput } from '../runner/types.ts';
 import { formatReport } from '../runner/format-report.ts';
 import type { SessionListener } from '../runner/contract.ts';
-import { checkLabs } from '../runner/check-labs.ts';
+import { checkLabs, gradeProgram } from '../runner/check-labs.ts';
 import { databasePool } from '../db/pool.ts';
 
 const USAGE = `Usage:
@@ -77,7 +77,7 @@ async function main(argv: string[]): Promise<number> {
       const kinds = new Set(loaded.map((l) => l.definition.cluster));
       for (const kind of kinds) await clusters.get(kind);
       // Likewise the database of the database labs (DATABASE_URL, when given, must answer).
-      if (loaded.some((l) => l.definition.database)) await databasePool().verify();
+      if (loaded.some((l) => l.definition.kind === 'pipeline' && l.definition.database)) await databasePool().verify();
       const results = await checkLabs(labIds, clusters, {
         quick: values.quick,
         parallel: values.parallel ? Number(values.parallel) : undefined,
@@ -97,19 +97,7 @@ async function main(argv: string[]): Promise<number> {
     const seed = values.seed === undefined ? undefined : Number(values.seed);
     if (seed !== undefined && !Number.isInteger(seed)) throw new KafkaIqError('INVALID_INPUT', `--seed must be an integer, got "${values.seed}"`);
     if (lab.definition.cluster === 'three-nodes' && !clusters.isReady('three-nodes')) console.error(`${labId} runs on a 3-broker cluster: connecting to it (or starting it, about 20 s)...`);
-    const cluster = await clusters.get(lab.definition.cluster);
-    const attempt = createAttempt({
-      lab,
-      program,
-      brokers: cluster.brokers,
-      control: cluster.control,
-      namespace: `kiq-cli-${Date.now().toString(36)}`,
-      mode: values.quick ? 'quick' : 'grade',
-      seed,
-      listener: consoleListener(values.verbose, values.json),
-    });
-    const report = await attempt.grade();
-    await attempt.deleteTopics();
+    const report = await gradeProgram(clusters, labId, program, { quick: values.quick, seed, listener: consoleListener(values.verbose, values.json), namespacePrefix: 'kiq-cli' });
     console.log(values.json ? JSON.stringify(report, null, 2) : formatReport(report));
     return report.verdict === 'pass' ? 0 : report.verdict === 'error' ? 2 : 1;
   } finally {

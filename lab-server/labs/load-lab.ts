@@ -6,7 +6,7 @@ import { parseWithFriendlyErrors } from '../../src/shared/validate.ts';
 import { KafkaIqError } from '../core/errors.ts';
 import { LABS_DIR } from '../core/paths.ts';
 import { CHECK_NAMES, type CheckName } from '../../src/shared/report.ts';
-import { apiLabProblems } from '../api/lab-rules.ts';
+import { apiLabProblems } from './api-rules.ts';
 
 export interface BrokenVariant {
   name: string;
@@ -107,43 +107,42 @@ function assertConsistent(id: string, lab: LabDefinition): void {
   const fail = (msg: string): never => {
     throw new KafkaIqError('LAB_INVALID', `Invalid lab "${id}" (labs/${id}/lab.ts): ${msg}`);
   };
-  for (const seed of lab.seeds) {
+  for (const seed of lab.kind === 'pipeline' ? lab.seeds : []) {
     const topic = lab.topics.find((t) => t.name === seed.topic);
     if (!topic) fail(`seeds: topic "${seed.topic}" is not declared in topics`);
     else if (topic.role !== 'input') fail(`seeds: topic "${seed.topic}" must have role "input"`);
   }
   for (const topic of lab.topics) if (!envNames.has(topic.env)) fail(`env: topic "${topic.name}" uses ${topic.env}, which env does not describe`);
   if (!envNames.has('KAFKA_BROKERS')) fail('env: KAFKA_BROKERS must be described');
+  // Only pipeline labs take a database, a throughput block or an API (the schema of each kind says so).
+  const { database, throughput } = lab.kind === 'pipeline' ? lab : { database: undefined, throughput: undefined };
   // A lab whose output is rows in a database (a `database` block) may have no output topic.
-  if (!lab.topics.some((t) => t.role === 'output') && !lab.database) fail('topics: at least one topic needs role "output"');
-  if (lab.database && !envNames.has('DATABASE_URL')) fail('env: a lab with a database passes DATABASE_URL; describe it (and the tables the program writes to)');
-  if (lab.database && lab.kind !== 'pipeline') fail('database: only pipeline labs take a database');
+  if (!lab.topics.some((t) => t.role === 'output') && !database) fail('topics: at least one topic needs role "output"');
+  if (database && !envNames.has('DATABASE_URL')) fail('env: a lab with a database passes DATABASE_URL; describe it (and the tables the program writes to)');
   if (names.size !== lab.topics.length) fail('topics: names must be unique');
   for (const fault of [...lab.faults.full, ...lab.faults.quick]) {
     if (fault.topic && !names.has(fault.topic)) fail(`faults: topic "${fault.topic}" is not declared in topics`);
   }
   // A throughput requirement and its check come together: one without the other is a silent no-op.
   const speedCheck = lab.checks.includes('throughput-speedup');
-  if (lab.throughput && !speedCheck) fail('checks: a lab with a throughput block must list "throughput-speedup"');
-  if (!lab.throughput && speedCheck) fail('checks: "throughput-speedup" needs a throughput block (baseline, records, minSpeedup)');
-  if (lab.throughput && !fs.existsSync(path.join(LABS_DIR, id, lab.throughput.baseline))) {
-    fail(`throughput.baseline: there is no labs/${id}/${lab.throughput.baseline}`);
+  if (throughput && !speedCheck) fail('checks: a lab with a throughput block must list "throughput-speedup"');
+  if (!throughput && speedCheck) fail('checks: "throughput-speedup" needs a throughput block (baseline, records, minSpeedup)');
+  if (throughput && !fs.existsSync(path.join(LABS_DIR, id, throughput.baseline))) {
+    fail(`throughput.baseline: there is no labs/${id}/${throughput.baseline}`);
   }
-  // Labs that call the lab HTTP API (lab-server/api/lab-rules.ts).
+  // Labs that call the lab HTTP API (labs/api-rules.ts).
   for (const problem of apiLabProblems(lab)) fail(problem);
   // Each kind has its own grader (runner/attempt.ts): only the checks and faults it implements.
   const MONITOR_CHECKS = ['hanging-transaction-reported', 'no-false-alarms'];
   const monitorFaults = lab.faults.full.concat(lab.faults.quick).filter((f) => f.kind === 'hanging-transaction').length;
   if (lab.kind === 'pipeline') {
     if (!lab.seeds.length) fail('seeds: a pipeline lab needs at least one seed');
-    if (lab.monitor) fail('monitor: only for kind "monitor"');
     if (monitorFaults) fail('faults: "hanging-transaction" is a fault of monitor labs (kind: "monitor")');
     const wrong = lab.checks.filter((c) => MONITOR_CHECKS.includes(c));
     if (wrong.length) fail(`checks: ${wrong.join(', ')} belong to monitor labs (kind: "monitor")`);
     return;
   }
   const monitor = lab.monitor;
-  if (!monitor) return fail('monitor: kind "monitor" needs a monitor block (watch, alerts, thresholds, workload)');
   const watch = lab.topics.find((t) => t.name === monitor.watch);
   const alerts = lab.topics.find((t) => t.name === monitor.alerts);
   if (watch?.role !== 'input') fail(`monitor.watch: "${monitor.watch}" must be a topic with role "input"`);

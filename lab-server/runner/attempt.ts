@@ -1,30 +1,35 @@
 /**
- * The one place that picks a grader for a lab: pipelines (LabAttempt: seeded input, crash-point
- * faults, output verification) or monitors (MonitorAttempt: a live workload, look-alikes and
- * hanging transactions, alert verification). Callers (the workbench session, `kafkaiq grade` and
- * `kafkaiq check`) only see this interface.
+ * The one place that picks a scenario for a lab: pipelines (seeded input, crash-point faults,
+ * output verification; throughput labs time a burst first) or monitors (a live workload,
+ * look-alikes and hanging transactions, alert verification). Both run in the same lifecycle
+ * (lifecycle.ts). Callers (the workbench session, `kafkaiq grade` and `kafkaiq check`) only see
+ * the Attempt interface.
  */
-import type { GradeReport } from '../../src/shared/report.ts';
-import type { ManualFault } from './contract.ts';
-import { LabAttempt, type AttemptOptions } from './lab-attempt.ts';
-import { MonitorAttempt } from './monitor-attempt.ts';
+import type { LabDefinition } from '../../src/shared/lab.ts';
+import { KafkaIqError } from '../core/errors.ts';
+import { AttemptLifecycle, type Scenario } from './lifecycle.ts';
+import { MonitorScenario } from './scenarios/monitor.ts';
+import { PipelineScenario } from './scenarios/pipeline.ts';
+import type { Attempt, AttemptOptions } from './types.ts';
 
-export type { AttemptMode, AttemptOptions, ProgramInput } from './lab-attempt.ts';
+export type { Attempt, AttemptMode, AttemptOptions, ProgramInput } from './types.ts';
 
-export interface Attempt {
-  readonly namespace: string;
-  /** The consumer group the program is told to use (GROUP_ID). */
-  readonly groupId: string;
-  /** Env name -> real topic, for the learner's display and the terminal's inspect commands. */
-  topicEnv(): Record<string, string>;
-  /** Runs the program without a grade until requestStop() or the run limit. */
-  run(): Promise<void>;
-  grade(): Promise<GradeReport>;
-  requestStop(): void;
-  manualFault(kind: ManualFault, instanceId?: string): Promise<void>;
-  deleteTopics(): Promise<void>;
+/** The scenario of a lab's kind: the switch narrows the definition, and a kind without a case does not compile. */
+function scenarioFor(definition: LabDefinition): (attempt: AttemptLifecycle) => Scenario {
+  switch (definition.kind) {
+    case 'pipeline':
+      return (attempt) => new PipelineScenario(attempt, definition);
+    case 'monitor':
+      return (attempt) => new MonitorScenario(attempt, definition);
+    default:
+      return unknownKind(definition);
+  }
+}
+
+function unknownKind(definition: never): never {
+  throw new KafkaIqError('LAB_INVALID', `No scenario for lab kind "${(definition as LabDefinition).kind}"`);
 }
 
 export function createAttempt(options: AttemptOptions): Attempt {
-  return options.lab.definition.kind === 'monitor' ? new MonitorAttempt(options) : new LabAttempt(options);
+  return new AttemptLifecycle(options, scenarioFor(options.lab.definition));
 }

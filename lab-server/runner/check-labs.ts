@@ -5,7 +5,8 @@ import type { DatabasePool } from '../db/pool.ts';
 import { loadLab } from '../labs/load-lab.ts';
 import type { CheckName, GradeReport } from '../../src/shared/report.ts';
 import type { SessionListener } from './contract.ts';
-import { createAttempt, type ProgramInput } from './attempt.ts';
+import { createAttempt } from './attempt.ts';
+import type { ProgramInput } from './types.ts';
 
 export interface FixtureResult {
   lab: string;
@@ -18,12 +19,15 @@ export interface FixtureResult {
 
 const silent: SessionListener = { output: () => {}, diagnostics: () => {}, progress: () => {}, state: () => {}, fault: () => {} };
 
-/** Grades one program on the cluster its lab declares (`clusters` may be one fixed cluster). */
+/**
+ * Grades one program on the cluster its lab declares (`clusters` may be one fixed cluster): what
+ * `kafkaiq grade` and `kafkaiq check` (every fixture) both call.
+ */
 export async function gradeProgram(
   clusters: ClusterSource | ClusterHandle,
   labId: string,
   program: ProgramInput,
-  options: { quick?: boolean; seed?: number; listener?: SessionListener; databases?: DatabasePool } = {},
+  options: { quick?: boolean; seed?: number; listener?: SessionListener; databases?: DatabasePool; namespacePrefix?: string } = {},
 ): Promise<GradeReport> {
   const lab = await loadLab(labId);
   const cluster = await asClusterSource(clusters).get(lab.definition.cluster);
@@ -32,7 +36,7 @@ export async function gradeProgram(
     program,
     brokers: cluster.brokers,
     control: cluster.control,
-    namespace: `kiq-check-${labId}-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`,
+    namespace: `${options.namespacePrefix ?? 'kiq-check'}-${labId}-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`,
     mode: options.quick ? 'quick' : 'grade',
     seed: options.seed,
     listener: options.listener ?? silent,

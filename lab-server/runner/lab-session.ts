@@ -11,7 +11,8 @@ import { fetchCommittedOffsets } from '../kafka/group-offsets.ts';
 import { listTransactions } from '../kafka/transactions.ts';
 import { loadLab } from '../labs/load-lab.ts';
 import type { LabSessionApi, ManualFault, SessionListener } from './contract.ts';
-import { createAttempt, type Attempt, type AttemptMode } from './attempt.ts';
+import { createAttempt } from './attempt.ts';
+import type { Attempt, AttemptMode } from './types.ts';
 
 const MAX_CONSUMED = 500;
 

@@ -17,6 +17,29 @@ export const DEFAULT_INSTANCE_LIMITS: InstanceLimits = { memoryMb: 256, cpuSecon
 
 export type InstanceState = 'starting' | 'running' | 'paused' | 'exited';
 
+/**
+ * What the grader does with one process of the program, whoever started it: the supervisor's
+ * ProgramInstance, or a fake one in the nemesis unit tests.
+ */
+export interface ProgramProcess {
+  readonly id: string;
+  readonly incarnation: number;
+  state: InstanceState;
+  readonly alive: boolean;
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  send(command: RunnerCommand): void;
+  signal(signal: NodeJS.Signals): void;
+  pause(): void;
+  resume(): void;
+  stop(graceMs?: number): Promise<void>;
+  kill(): Promise<void>;
+  on(event: 'event', listener: (event: ChildEvent) => void): unknown;
+  on(event: 'exit', listener: (code: number | null, signal: NodeJS.Signals | null) => void): unknown;
+  once(event: 'exit', listener: (code: number | null, signal: NodeJS.Signals | null) => void): unknown;
+  off(event: 'event', listener: (event: ChildEvent) => void): unknown;
+  off(event: 'exit', listener: (code: number | null, signal: NodeJS.Signals | null) => void): unknown;
+}
+
 const linuxTools = process.platform === 'linux' && {
   setpriv: spawnSync('setpriv', ['--version']).status === 0,
   prlimit: spawnSync('prlimit', ['--version']).status === 0,
@@ -32,7 +55,7 @@ export class ProgramInstance extends EventEmitter<{
   line: [stream: 'stdout' | 'stderr', line: string];
   event: [event: ChildEvent];
   exit: [code: number | null, signal: NodeJS.Signals | null];
-}> {
+}> implements ProgramProcess {
   state: InstanceState = 'starting';
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   private readonly child: ChildProcess;

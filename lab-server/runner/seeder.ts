@@ -2,7 +2,7 @@ import type { Kafka, RecordMetadata, Transaction } from 'kafkajs';
 import { describeError } from '../core/errors.ts';
 import { retry } from '../core/retry.ts';
 import { isRetriableKafkaError } from '../kafka/group-offsets.ts';
-import type { LabDefinition, SeedRecord } from '../../src/shared/lab.ts';
+import type { PipelineLab, SeedRecord } from '../../src/shared/lab.ts';
 
 function groupByTopic(records: SeedRecord[]): Map<string, SeedRecord[]> {
   const byTopic = new Map<string, SeedRecord[]>();
@@ -32,7 +32,7 @@ const defaultValue = (index: number, key: string) =>
  * The input of a lab run, decided before anything is written: which records, which partition
  * (a key always maps to the same partition) and which seeding transactions are aborted.
  */
-export function planSeedTransactions(lab: LabDefinition): SeedTransaction[] {
+export function planSeedTransactions(lab: PipelineLab): SeedTransaction[] {
   const transactions: SeedTransaction[] = [];
   let index = 0;
   // Interleave the seeds (fan-in labs have two inputs) one transaction at a time.

@@ -315,53 +315,62 @@ export const databaseSpecSchema = z
   .strict();
 export type DatabaseSpec = z.infer<typeof databaseSpecSchema>;
 
-export const labDefinitionSchema = z
+/** Fields every lab kind has. */
+const labCommonShape = {
+  title: z.string().min(3).describe('Shown on the workbench'),
+  summary: z.string().min(10).describe('One or two sentences: what the program must do'),
+  env: z.array(envVarSchema).min(1).describe('The environment contract: every variable the program gets, KAFKA_BROKERS included'),
+  topics: z.array(topicSpecSchema).min(1),
+};
+
+/** Fields every lab kind has, after the kind's own inputs (the order zod reports problems in). */
+const labLimitsShape = {
+  faults: z
+    .object({
+      full: z.array(faultSpecSchema).min(1).describe('The full fault plan: every fault fires once, in a seeded order'),
+      quick: z.array(faultSpecSchema).min(1).describe('A shorter plan for `grade --quick`'),
+    })
+    .strict(),
+  checks: z.array(checkNameSchema).min(1).describe('Checks that decide the verdict; zero checks is never a pass'),
+  instances: z.number().int().min(1).max(6).default(1).describe('Instances running at once (each with its own identity slot)'),
+  kafkajs: kafkajsDefaultsSchema.default({ consumer: {}, producer: {}, client: {} }),
+  timeLimitMs: z.number().int().min(5_000).max(600_000).default(90_000).describe('Wall-clock limit of a full grade'),
+  quickTimeLimitMs: z.number().int().min(5_000).max(600_000).default(40_000),
+  cluster: z.enum(['single', 'three-nodes']).default('single').describe('Which broker setup the lab needs'),
+  commandFixtures: z
+    .array(
+      z
+        .object({
+          name: z.string().regex(/^[a-z0-9-]+$/),
+          command: z.string().min(1).describe('Run through /bin/sh from the project root with the lab env, e.g. a Java reference'),
+          expect: z.enum(['pass', 'fail']),
+          check: checkNameSchema.optional().describe('For expect: fail, the check it must fail'),
+        })
+        .strict(),
+    )
+    .default([])
+    .describe('Extra programs `kafkaiq check` grades with --cmd: references written in other languages, known-bad pipelines'),
+};
+
+/** A pipeline lab (the default kind): the program transforms input records the grader seeds. */
+export const pipelineLabSchema = z
   .object({
-    title: z.string().min(3).describe('Shown on the workbench'),
-    summary: z.string().min(10).describe('One or two sentences: what the program must do'),
-    env: z.array(envVarSchema).min(1).describe('The environment contract: every variable the program gets, KAFKA_BROKERS included'),
-    topics: z.array(topicSpecSchema).min(1),
+    ...labCommonShape,
     seeds: z.array(seedSpecSchema).default([]).describe('How the grader writes the input (pipeline labs need at least one)'),
     transform: fn<TransformFn>('(input) => expected outputs')
       .default(() => () => [])
-      .describe('Pipeline labs: what each committed input must produce; monitor labs produce no derived records'),
+      .describe('What each committed input must produce'),
     origin: fn<OriginFn>('(output) => origin id | null')
       .optional()
       .describe('For outputs that are not a function of their input alone (aggregates): which input an output belongs to'),
-    faults: z
-      .object({
-        full: z.array(faultSpecSchema).min(1).describe('The full fault plan: every fault fires once, in a seeded order'),
-        quick: z.array(faultSpecSchema).min(1).describe('A shorter plan for `grade --quick`'),
-      })
-      .strict(),
-    checks: z.array(checkNameSchema).min(1).describe('Checks that decide the verdict; zero checks is never a pass'),
-    instances: z.number().int().min(1).max(6).default(1).describe('Instances running at once (each with its own identity slot)'),
-    kafkajs: kafkajsDefaultsSchema.default({ consumer: {}, producer: {}, client: {} }),
-    timeLimitMs: z.number().int().min(5_000).max(600_000).default(90_000).describe('Wall-clock limit of a full grade'),
-    quickTimeLimitMs: z.number().int().min(5_000).max(600_000).default(40_000),
-    /** Extra env the runtime gives, beyond topics, KAFKA_BROKERS, GROUP_ID and TRANSACTIONAL_ID. */
-    cluster: z.enum(['single', 'three-nodes']).default('single').describe('Which broker setup the lab needs'),
+    ...labLimitsShape,
     throughput: throughputSpecSchema
       .optional()
       .describe('Measure the learner against a baseline program before the faults; requires the check "throughput-speedup" (and vice versa)'),
-    commandFixtures: z
-      .array(
-        z
-          .object({
-            name: z.string().regex(/^[a-z0-9-]+$/),
-            command: z.string().min(1).describe('Run through /bin/sh from the project root with the lab env, e.g. a Java reference'),
-            expect: z.enum(['pass', 'fail']),
-            check: checkNameSchema.optional().describe('For expect: fail, the check it must fail'),
-          })
-          .strict(),
-      )
-      .default([])
-      .describe('Extra programs `kafkaiq check` grades with --cmd: references written in other languages, known-bad pipelines'),
     kind: z
-      .enum(['pipeline', 'monitor'])
+      .literal('pipeline')
       .default('pipeline')
-      .describe('pipeline: the program transforms input records (seeds, transform, crash-point faults); monitor: it watches the cluster and writes alerts (see `monitor`)'),
-    monitor: monitorSpecSchema.optional().describe('Required for kind "monitor": what is watched, the thresholds and the background workload'),
+      .describe('pipeline: the program transforms input records (seeds, transform, crash-point faults)'),
     api: apiSpecSchema
       .optional()
       .describe('The program calls the lab HTTP API: its URL env, how inputs map to expected effects, the API faults; enables the effect checks and api-* faults'),
@@ -370,6 +379,22 @@ export const labDefinitionSchema = z
       .describe('The program writes to PostgreSQL: the schema the grader creates and how it reads the effects back (DATABASE_URL)'),
   })
   .strict();
+
+/** A monitor lab: the program watches the cluster and writes alerts (see `monitor`). */
+export const monitorLabSchema = z
+  .object({
+    ...labCommonShape,
+    ...labLimitsShape,
+    kind: z.literal('monitor').describe('monitor: the program watches the cluster and writes alerts (see `monitor`)'),
+    monitor: monitorSpecSchema.describe('What is watched, the thresholds and the background workload'),
+  })
+  .strict();
+
+/** A lab definition: one schema per lab kind, told apart by `kind` (pipeline when left out). */
+export const labDefinitionSchema = z.discriminatedUnion('kind', [pipelineLabSchema, monitorLabSchema]);
+export type PipelineLab = z.output<typeof pipelineLabSchema>;
+export type MonitorLab = z.output<typeof monitorLabSchema>;
+export type LabKind = LabDefinition['kind'];
 export type LabDefinitionInput = z.input<typeof labDefinitionSchema>;
 export type LabDefinition = z.output<typeof labDefinitionSchema>;
 

@@ -1,12 +1,13 @@
 /**
  * The API faults of a grade (api-slow, api-error, api-timeout): armed on the attempt's lab API
- * namespace before a wave of input is written, so they hit the program's next calls. lab-attempt
- * calls `injectApiFault` from its fault switch and records the result like any other fault.
+ * namespace before a wave of input is written, so they hit the program's next calls, and recorded
+ * like any other fault.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { ApiSpec } from '../../src/shared/lab.ts';
-import type { CrashPoint, FaultKind } from '../../src/shared/report.ts';
-import type { ApiFaultArm, ApiFaultHit, ApiFaultKind, ApiNamespace } from './lab-api.ts';
+import type { ApiSpec } from '../../../src/shared/lab.ts';
+import type { CrashPoint, FaultKind } from '../../../src/shared/report.ts';
+import type { ApiFaultArm, ApiFaultHit, ApiFaultKind, ApiNamespace } from '../../api/lab-api.ts';
+import type { FaultHandler } from './context.ts';
 
 /** How long the program has to make its next API call once the wave is written. */
 const HIT_TIMEOUT_MS = 8_000;
@@ -64,3 +65,18 @@ export async function injectApiFault(ns: ApiNamespace, spec: ApiSpec, kind: ApiF
       return { hit, note: `the API applied ${call} but held the answer until the client gave up (at most ${s(arm.holdMs)}, then 504)` };
   }
 }
+
+/** api-slow, api-error, api-timeout: armed on the lab API and hit by the program's next calls. */
+export const apiFault: FaultHandler = async (ctx, fault, wave) => {
+  const spec = ctx.lab.api;
+  if (!ctx.api || !spec || !isApiFault(fault.kind)) {
+    await ctx.writeWave(wave);
+    ctx.recordFault(fault, 'api', null, null, 'skipped: this lab has no API');
+    return;
+  }
+  const { note } = await injectApiFault(ctx.api, spec, fault.kind, fault.occurrence, () => ctx.writeWave(wave));
+  // No Kafka transaction need be open while the program calls the API (a good program calls it
+  // before the transaction opens): unknown. Kills at before:http / after:http are what prove a
+  // grade conclusive (see insideUnitOfWork).
+  ctx.recordFault(fault, 'api', null, null, note);
+};

@@ -3,19 +3,20 @@
  * each problem is one line naming the field, like the other lab rules.
  */
 import type { LabDefinition } from '../../src/shared/lab.ts';
-import { isApiFault } from './api-faults.ts';
+import { isApiFault } from '../runner/nemesis/api-faults.ts';
 
 const EFFECT_CHECKS = ['no-duplicate-effects', 'no-lost-effects', 'effects-correct'] as const;
 
 export function apiLabProblems(lab: LabDefinition): string[] {
   const problems: string[] = [];
   const apiFaults = [...lab.faults.full, ...lab.faults.quick].filter((f) => isApiFault(f.kind));
-  if (!lab.api) {
+  // Only pipeline labs call the lab API: a monitor lab's schema has no api block.
+  const api = lab.kind === 'pipeline' ? lab.api : undefined;
+  if (!api) {
     if (apiFaults.length) problems.push(`faults: ${apiFaults[0]!.kind} needs an api block (the program must call the lab API)`);
     return problems;
   }
-  if (lab.kind !== 'pipeline') problems.push('api: only pipeline labs call the lab API');
-  if (!lab.env.some((e) => e.name === lab.api!.env)) problems.push(`env: the api block passes ${lab.api.env}; describe it`);
+  if (!lab.env.some((e) => e.name === api.env)) problems.push(`env: the api block passes ${api.env}; describe it`);
   if (!lab.checks.some((c) => (EFFECT_CHECKS as readonly string[]).includes(c))) {
     problems.push(`checks: a lab with an api block must list at least one of ${EFFECT_CHECKS.join(', ')} (else its effects are never verified)`);
   }

@@ -1,6 +1,6 @@
-import type { CheckResult } from '../../src/shared/report.ts';
+import type { CheckResult } from '../../../src/shared/report.ts';
+import { capEvidence } from './evidence.ts';
 
-const MAX_EVIDENCE = 20;
 
 /** One input whose effect must land exactly once on the other side (a row, a charge, a POST). */
 export interface ExpectedEffect {
@@ -50,13 +50,13 @@ export function checkEffects(expected: ExpectedEffect[], observed: ObservedEffec
         duplicateEvidence.length === 0
           ? `each of ${plural(expected.length)} applied at most once`
           : `${duplicated.length} of ${plural(expected.length)} applied more than once${unexpected.length ? `, ${unexpected.length} applied without a committed input` : ''}`,
-      evidence: duplicateEvidence.slice(0, MAX_EVIDENCE),
+      evidence: capEvidence(duplicateEvidence),
     },
     {
       name: 'no-lost-effects',
       passed: lost.length === 0,
       summary: lost.length === 0 ? `all ${plural(expected.length)} applied` : `${lost.length} of ${plural(expected.length)} never applied`,
-      evidence: lost.slice(0, MAX_EVIDENCE).map((e) => `${e.source}: no ${what} "${e.id}"`),
+      evidence: capEvidence(lost.map((e) => `${e.source}: no ${what} "${e.id}"`)),
     },
   ];
 }

@@ -19,16 +19,16 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Admin, Kafka } from 'kafkajs';
-import type { LabDefinition, ThroughputSpec } from '../../src/shared/lab.ts';
-import type { CheckResult } from '../../src/shared/report.ts';
-import { describeError, KafkaIqError } from '../core/errors.ts';
-import { retry } from '../core/retry.ts';
-import { maintenanceFor } from '../broker/maintenance.ts';
-import { fetchCommittedOffsets } from '../kafka/group-offsets.ts';
-import type { LoadedLab } from '../labs/load-lab.ts';
-import { compileProgram } from './compile.ts';
-import { ProgramInstance, type ProgramSource } from './program-instance.ts';
-import { InputWriter, planSeedTransactions, type SeedTransaction } from './seeder.ts';
+import type { PipelineLab, ThroughputSpec } from '../../../src/shared/lab.ts';
+import type { CheckResult } from '../../../src/shared/report.ts';
+import { KafkaIqError } from '../../core/errors.ts';
+import { maintenanceFor } from '../../broker/maintenance.ts';
+import { fetchCommittedOffsets } from '../../kafka/group-offsets.ts';
+import { createTopics } from '../../kafka/topics.ts';
+import { compileProgram } from '../compile.ts';
+import type { ProgramSource } from '../program-instance.ts';
+import { InputWriter, planSeedTransactions, type SeedTransaction } from '../seeder.ts';
+import { Supervisor, type RestartPolicy } from '../supervisor.ts';
 
 /** One program's timing on the burst. */
 export interface BurstTiming {
@@ -69,7 +69,7 @@ function describeTiming(who: string, t: BurstTiming): string {
  * Decides `throughput-speedup` from the two timings (or from why the learner's program could not
  * be timed). Pure, so the verdict and its wording are unit-tested.
  */
-export function judgeThroughput(minSpeedup: number, baseline: BurstTiming, learner: BurstTiming | { problem: string }): CheckResult {
+export function checkThroughput(minSpeedup: number, baseline: BurstTiming, learner: BurstTiming | { problem: string }): CheckResult {
   const baseRate = burstRate(baseline);
   const needed = baseRate * minSpeedup;
   const requirement = `at least ${minSpeedup}x the baseline's rate required, i.e. ${rateText(needed)} records/s (all ${baseline.records} records within ${seconds(allowedMs(baseline, minSpeedup))})`;
@@ -98,7 +98,7 @@ export function judgeThroughput(minSpeedup: number, baseline: BurstTiming, learn
 }
 
 /** Warm-up and burst transactions for one program: a few records per input partition, then N. */
-export function planBurst(lab: LabDefinition, records: number): { warmup: SeedTransaction; burst: SeedTransaction } {
+export function planBurst(lab: PipelineLab, records: number): { warmup: SeedTransaction; burst: SeedTransaction } {
   const warmupSize = (topic: string) => lab.topics.find((t) => t.name === topic)!.partitions;
   // One seeding transaction per input seed, warm-up and burst together so every value is unique;
   // nothing is aborted (abortEvery beyond reach). Split each into its warm-up head and burst tail.
@@ -114,7 +114,8 @@ export function planBurst(lab: LabDefinition, records: number): { warmup: SeedTr
 }
 
 export interface ThroughputContext {
-  lab: LoadedLab;
+  /** The lab's folder (for its baseline program) and definition. */
+  lab: { dir: string; definition: PipelineLab };
   kafka: Kafka;
   brokers: string[];
   /** The attempt's namespace; the two measurement namespaces derive from it. */
@@ -155,23 +156,42 @@ const MAX_RESTARTS = 3;
 class Lane {
   readonly groupId: string;
   readonly writer: InputWriter;
-  instance: ProgramInstance | null = null;
-  restarts = 0;
+  /** The lane's process, under the same supervisor as an attempt's instances (one slot, at most MAX_RESTARTS restarts). */
+  private readonly supervisor: Supervisor;
   /** How each exit happened, and the last lines on stderr: why a lane failed, for the message. */
   private readonly exits: string[] = [];
   private readonly stderrTail: string[] = [];
-  private restartPending = false;
-  private stopped = false;
 
   constructor(
     readonly name: string,
     readonly namespace: string,
     private readonly ctx: ThroughputContext,
-    private readonly source: ProgramSource,
+    source: ProgramSource,
     private readonly showOutput: boolean,
   ) {
     this.groupId = `${namespace}-group`;
     this.writer = new InputWriter(ctx.kafka, `${namespace}-seeder`, (t) => this.topic(t));
+    const restart: RestartPolicy = (_slot, code, signal) => {
+      this.exits.push(signal ?? `code ${code}`);
+      if (this.supervisor.restarts >= MAX_RESTARTS) return null;
+      if (this.showOutput) this.ctx.system(`${this.name} exited (${signal ?? `code ${code}`}) during the throughput measurement; restarting it.`);
+      return { delayMs: 250 };
+    };
+    this.supervisor = new Supervisor(
+      () => source,
+      {
+        env: () => ctx.env(namespace),
+        instanceId: () => name,
+        line: (_instance, stream, line) => {
+          if (stream === 'stderr' && line.trim()) {
+            this.stderrTail.push(line.trim().slice(0, 300));
+            if (this.stderrTail.length > 3) this.stderrTail.shift();
+          }
+          if (this.showOutput) this.ctx.output(this.name, stream, line);
+        },
+      },
+      restart,
+    );
   }
 
   topic(logical: string): string {
@@ -179,31 +199,11 @@ class Lane {
   }
 
   start(): void {
-    const instance = new ProgramInstance(this.name, this.restarts + 1, this.source, this.ctx.env(this.namespace));
-    this.instance = instance;
-    instance.on('line', (stream, line) => {
-      if (stream === 'stderr' && line.trim()) {
-        this.stderrTail.push(line.trim().slice(0, 300));
-        if (this.stderrTail.length > 3) this.stderrTail.shift();
-      }
-      if (this.showOutput) this.ctx.output(this.name, stream, line);
-    });
-    instance.on('exit', (code, signal) => {
-      if (this.stopped || this.instance !== instance) return;
-      this.exits.push(signal ?? `code ${code}`);
-      if (this.restarts >= MAX_RESTARTS) return;
-      this.restarts++;
-      this.restartPending = true;
-      if (this.showOutput) this.ctx.system(`${this.name} exited (${signal ?? `code ${code}`}) during the throughput measurement; restarting it.`);
-      setTimeout(() => {
-        this.restartPending = false;
-        if (!this.stopped) this.start();
-      }, 250).unref();
-    });
+    this.supervisor.start(1);
   }
 
   get alive(): boolean {
-    return !this.stopped && (!!this.instance?.alive || this.restartPending);
+    return this.supervisor.running;
   }
 
   /** Why this lane may have failed, as a parenthesis for an error message ('' if nothing to say). */
@@ -216,9 +216,8 @@ class Lane {
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    // SIGKILL: the lane's topics, group and transactional ids are thrown away, nothing to tidy.
-    await this.instance?.kill();
+    // SIGKILL (no grace): the lane's topics, group and transactional ids are thrown away, nothing to tidy.
+    await this.supervisor.killAll();
   }
 
   /** How many of `records` (indices) the group's committed offsets cover. */
@@ -282,15 +281,8 @@ export async function measureThroughput(ctx: ThroughputContext): Promise<Through
   // No broker restart of a parallel attempt may land inside a timing: hold the shared lease.
   return maintenanceFor(ctx.brokers).withShared(async () => {
     try {
+      await createTopics(ctx.kafka, lanes.flatMap((lane) => def.topics.map((t) => ({ topic: lane.topic(t.name), numPartitions: t.partitions }))));
       await admin.connect();
-      await retry(
-        () =>
-          admin.createTopics({
-            waitForLeaders: true,
-            topics: lanes.flatMap((lane) => def.topics.map((t) => ({ topic: lane.topic(t.name), numPartitions: t.partitions }))),
-          }),
-        { retries: 6, minDelayMs: 250, maxDelayMs: 2_000, shouldRetry: (err) => !/already exists/i.test(describeError(err)) },
-      );
       await Promise.all(lanes.map((lane) => lane.writer.connect()));
       // Both start together (a Node start and a group join each) and warm up side by side.
       for (const lane of lanes) lane.start();
@@ -336,9 +328,9 @@ export async function measureThroughput(ctx: ThroughputContext): Promise<Through
         const why = !learner.alive
           ? `it kept exiting before it had processed the first records${learner.diagnosis()}`
           : `it committed no offsets for its first ${warmupIds.size} records within ${WARMUP_LIMIT_MS / 1000} s (does it subscribe with fromBeginning: true, and commit the offsets?)`;
-        check = judgeThroughput(spec.minSpeedup, baseTiming, { problem: why });
+        check = checkThroughput(spec.minSpeedup, baseTiming, { problem: why });
       } else {
-        check = judgeThroughput(spec.minSpeedup, baseTiming, learnerTiming!);
+        check = checkThroughput(spec.minSpeedup, baseTiming, learnerTiming!);
       }
       ctx.system(`Throughput: ${check.summary} (measured in ${((Date.now() - began) / 1000).toFixed(1)} s).`);
       return { check, baseline: baseTiming, learner: learnerTiming };

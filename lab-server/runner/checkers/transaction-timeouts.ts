@@ -20,10 +20,10 @@
  * program may swallow it), and a --cmd program has no wrapper at all. The log is the truth.
  */
 import type { Kafka } from 'kafkajs';
-import type { CheckResult, FaultRecord } from '../../src/shared/report.ts';
-import { decodeTransactionLogRecord, TRANSACTION_STATE_TOPIC, type TransactionLogValue } from '../kafka/transaction-log.ts';
+import type { CheckResult, FaultRecord } from '../../../src/shared/report.ts';
+import { decodeTransactionLogRecord, TRANSACTION_STATE_TOPIC, type TransactionLogValue } from '../../kafka/transaction-log.ts';
+import { capEvidence } from './evidence.ts';
 
-const MAX_EVIDENCE = 20;
 /** Faults that may leave a transaction open through no fault of the program's. */
 const EXCUSING_FAULTS = new Set<FaultRecord['kind']>(['kill', 'stop', 'zombie', 'pause', 'broker-restart', 'coordinator-kill']);
 
@@ -140,45 +140,60 @@ export class TransactionTimeoutWatch {
     return byId;
   }
 
-  /** The check, with evidence. `startedAt`: wall-clock start of the grade, to place times and faults. */
-  async check(faults: readonly FaultRecord[], startedAt: number): Promise<CheckResult> {
-    let byId: Map<string, TransactionLogValue[]>;
+  /** The attempt's part of the coordinator's log since the start, for checkTransactionTimeouts; an error if it cannot be read. */
+  async readLog(): Promise<{ byId: Map<string, TransactionLogValue[]> } | { error: string }> {
     try {
-      byId = await this.read();
+      return { byId: await this.read() };
     } catch (err) {
-      return {
-        name: 'no-transaction-timeouts',
-        passed: false,
-        summary: `the grader could not read the coordinator's log (${(err as Error).message})`,
-        evidence: [],
-      };
+      return { error: (err as Error).message };
     }
-    const rel = (ms: number) => `+${((ms - startedAt) / 1000).toFixed(1)} s`;
-    const strip = (name: string) => (name.startsWith(`${this.namespace}-`) ? name.slice(this.namespace.length + 1) : name);
-    const failures: string[] = [];
-    const excused: string[] = [];
-    let transactions = 0;
-    for (const [id, values] of byId) {
-      transactions += values.filter((v) => v.state === 'Ongoing').length;
-      for (const t of findTimeoutAborts(id, values)) {
-        const line =
-          `transaction of ${strip(id)} (epoch ${t.epoch}) on ${strip(t.partitions) || 'no partitions yet'}: open from ${rel(t.startMs)}, ` +
-          `rolled back by the coordinator at ${rel(t.abortedAtMs)} after ${((t.abortedAtMs - t.startMs) / 1000).toFixed(1)} s, its transactionTimeout being ${(t.timeoutMs / 1000).toFixed(1)} s`;
-        // A grader fault while it was open (a kill, a freeze, a broker restart) excuses it.
-        const fault = faults.find((f) => EXCUSING_FAULTS.has(f.kind) && startedAt + f.atMs >= t.startMs - 1_000 && startedAt + f.atMs <= t.abortedAtMs);
-        if (fault) excused.push(`${line} (excused: fault ${fault.kind} on ${fault.instance} at +${(fault.atMs / 1000).toFixed(1)} s left it open)`);
-        else failures.push(line);
-      }
-    }
-    const evidence = failures.slice(0, MAX_EVIDENCE).concat(failures.length > MAX_EVIDENCE ? [`… and ${failures.length - MAX_EVIDENCE} more`] : []);
+  }
+
+  /** Reads the log and decides the check (readLog, then checkTransactionTimeouts). */
+  async check(faults: readonly FaultRecord[], startedAt: number): Promise<CheckResult> {
+    return checkTransactionTimeouts(await this.readLog(), this.namespace, faults, startedAt);
+  }
+}
+
+/**
+ * no-transaction-timeouts, with evidence, from the coordinator's log (TransactionTimeoutWatch.readLog):
+ * a pure function. `startedAt`: wall-clock start of the grade, to place times and faults.
+ */
+export function checkTransactionTimeouts(log: { byId: Map<string, TransactionLogValue[]> } | { error: string }, namespace: string, faults: readonly FaultRecord[], startedAt: number): CheckResult {
+  if ('error' in log) {
     return {
       name: 'no-transaction-timeouts',
-      passed: failures.length === 0,
-      summary:
-        failures.length === 0
-          ? `no transaction was rolled back by its timeout (${transactions} transactions in the coordinator's log${excused.length ? `; ${excused.length} left open by a fault timed out, which is not your program's doing` : ''})`
-          : `${failures.length} transactions stayed open past their transactionTimeout and were rolled back by the coordinator (a slow call inside the transaction?)`,
-      evidence: failures.length ? evidence : excused.slice(0, MAX_EVIDENCE),
+      passed: false,
+      summary: `the grader could not read the coordinator's log (${log.error})`,
+      evidence: [],
     };
   }
+  const { byId } = log;
+  const rel = (ms: number) => `+${((ms - startedAt) / 1000).toFixed(1)} s`;
+  const strip = (name: string) => (name.startsWith(`${namespace}-`) ? name.slice(namespace.length + 1) : name);
+  const failures: string[] = [];
+  const excused: string[] = [];
+  let transactions = 0;
+  for (const [id, values] of byId) {
+    transactions += values.filter((v) => v.state === 'Ongoing').length;
+    for (const t of findTimeoutAborts(id, values)) {
+      const line =
+        `transaction of ${strip(id)} (epoch ${t.epoch}) on ${strip(t.partitions) || 'no partitions yet'}: open from ${rel(t.startMs)}, ` +
+        `rolled back by the coordinator at ${rel(t.abortedAtMs)} after ${((t.abortedAtMs - t.startMs) / 1000).toFixed(1)} s, its transactionTimeout being ${(t.timeoutMs / 1000).toFixed(1)} s`;
+      // A grader fault while it was open (a kill, a freeze, a broker restart) excuses it.
+      const fault = faults.find((f) => EXCUSING_FAULTS.has(f.kind) && startedAt + f.atMs >= t.startMs - 1_000 && startedAt + f.atMs <= t.abortedAtMs);
+      if (fault) excused.push(`${line} (excused: fault ${fault.kind} on ${fault.instance} at +${(fault.atMs / 1000).toFixed(1)} s left it open)`);
+      else failures.push(line);
+    }
+  }
+  const evidence = capEvidence(failures);
+  return {
+    name: 'no-transaction-timeouts',
+    passed: failures.length === 0,
+    summary:
+      failures.length === 0
+        ? `no transaction was rolled back by its timeout (${transactions} transactions in the coordinator's log${excused.length ? `; ${excused.length} left open by a fault timed out, which is not your program's doing` : ''})`
+        : `${failures.length} transactions stayed open past their transactionTimeout and were rolled back by the coordinator (a slow call inside the transaction?)`,
+    evidence: failures.length ? evidence : capEvidence(excused),
+  };
 }

@@ -12,9 +12,9 @@
  *    another topic; not about a hanging transaction before it was open HANG_SECONDS, nor long
  *    after it ended; and every alert readable (JSON with the four fields).
  */
-import type { CheckName, CheckResult } from '../../src/shared/report.ts';
+import type { CheckName, CheckResult } from '../../../src/shared/report.ts';
+import { capEvidence } from './evidence.ts';
 
-const MAX_EVIDENCE = 20;
 /** Clocks and polling: an alert up to this much before the threshold moment is not premature. */
 export const PREMATURE_TOLERANCE_MS = 1_000;
 /** A monitor sees the end of a transaction one poll late: alerts this soon after it are fine. */
@@ -113,11 +113,11 @@ function check(name: CheckName, failures: string[], okSummary: string, failSumma
     name,
     passed: failures.length === 0,
     summary: failures.length ? failSummary : okSummary,
-    evidence: lines.slice(0, MAX_EVIDENCE).concat(lines.length > MAX_EVIDENCE ? [`… and ${lines.length - MAX_EVIDENCE} more`] : []),
+    evidence: capEvidence(lines),
   };
 }
 
-export function judgeMonitor(input: MonitorJudgeInput): MonitorJudgement {
+export function checkMonitorAlerts(input: MonitorJudgeInput): MonitorJudgement {
   const { incidents, threshold, watchTopic } = input;
   const parsed = input.alerts.map((seen) => ({ seen, ...parseAlert(seen.value) }));
   const show = (seen: AlertSeen) => `alert at ${secs(seen.atMs)} (offset ${seen.offset}): ${cut(seen.value ?? 'null')}`;

@@ -1,20 +1,39 @@
 import type { Kafka } from 'kafkajs';
-import type { ExpectedRecord, LabDefinition } from '../../src/shared/lab.ts';
-import type { CheckName, CheckResult, FaultRecord } from '../../src/shared/report.ts';
-import { fetchCommittedOffsets } from '../kafka/group-offsets.ts';
-import { partitionOffsets, readTopic, type ReadRecord } from '../kafka/inspect.ts';
-import type { SeededRecord } from './seeder.ts';
+import type { ExpectedRecord, PipelineLab } from '../../../src/shared/lab.ts';
+import type { CheckName, CheckResult, FaultRecord } from '../../../src/shared/report.ts';
+import { fetchCommittedOffsets } from '../../kafka/group-offsets.ts';
+import { partitionOffsets, readTopic, type ReadRecord } from '../../kafka/inspect.ts';
+import type { SeededRecord } from '../seeder.ts';
+import { capEvidence } from './evidence.ts';
 
-const MAX_EVIDENCE = 20;
-
-export interface VerifyInput {
+/** Where to read a pipeline attempt's output. */
+export interface OutputSource {
   kafka: Kafka;
   brokers: string[];
-  lab: LabDefinition;
+  lab: PipelineLab;
   groupId: string;
   realTopic: (logical: string) => string;
-  inputs: SeededRecord[];
-  faults: FaultRecord[];
+}
+
+/** What the broker holds after the program stopped: the output both ways, and the group's offsets. */
+export interface OutputRead {
+  /** The output topics as a read_committed consumer reads them. */
+  committed: ReadRecord[];
+  /** ... and as a read_uncommitted one does. */
+  uncommitted: ReadRecord[];
+  /** Output partitions whose LSO is below the high watermark (an open transaction). */
+  hanging: string[];
+  /** Output topics the read_committed reader could not read to their end. */
+  blocked: string[];
+  /** Per input partition: the group's committed offset (-1: none) and the end of the log. */
+  inputOffsets: { topic: string; partition: number; committed: number; hwm: number }[];
+}
+
+export interface OutputCheckInput {
+  lab: PipelineLab;
+  realTopic: (logical: string) => string;
+  inputs: readonly SeededRecord[];
+  faults: readonly FaultRecord[];
   /** Wall-clock time the run started, to place records after faults. */
   startedAt: number;
   /** Checks decided elsewhere in the grade (e.g. throughput-speedup, effect checks), reported in the lab's order; they replace built-in checks of the same name. */
@@ -30,31 +49,46 @@ export interface Verification {
 const identity = (r: { topic: string; key: string | null; value: string | null }) => `${r.topic}\u0000${r.key}\u0000${r.value}`;
 const show = (v: string | null, max = 60) => (v === null ? 'null' : JSON.stringify(v.length > max ? `${v.slice(0, max)}…` : v));
 
-/**
- * Reads the program's committed output the way a downstream read_committed consumer would, and
- * read_uncommitted too, then decides every check of the lab with evidence a learner can follow.
- */
-export async function verifyRun(input: VerifyInput): Promise<Verification> {
-  const { lab, kafka, brokers, realTopic } = input;
-  const outputTopics = lab.topics.filter((t) => t.role === 'output');
-  const logicalOf = new Map(lab.topics.map((t) => [realTopic(t.name), t.name]));
-
-  const committedOut: ReadRecord[] = [];
-  const uncommittedOut: ReadRecord[] = [];
-  const blocked: string[] = [];
-  const hanging: string[] = [];
-  for (const topic of outputTopics) {
+/** Reads the program's output the way a downstream read_committed consumer would, and read_uncommitted too. */
+export async function readPipelineOutput(source: OutputSource): Promise<OutputRead> {
+  const { lab, kafka, brokers, realTopic } = source;
+  const read: OutputRead = { committed: [], uncommitted: [], hanging: [], blocked: [], inputOffsets: [] };
+  for (const topic of lab.topics.filter((t) => t.role === 'output')) {
     const real = realTopic(topic.name);
     const offsets = await partitionOffsets(brokers, real);
     for (const p of offsets) {
-      if (p.lso < p.hwm) hanging.push(`${topic.name}-${p.partition}: LSO ${p.lso} < high watermark ${p.hwm} (${p.hwm - p.lso} records behind an open transaction)`);
+      if (p.lso < p.hwm) read.hanging.push(`${topic.name}-${p.partition}: LSO ${p.lso} < high watermark ${p.hwm} (${p.hwm - p.lso} records behind an open transaction)`);
     }
     const rc = await readTopic(kafka, brokers, real, { isolation: 'read_committed', timeoutMs: 15_000 });
     const ru = await readTopic(kafka, brokers, real, { isolation: 'read_uncommitted', timeoutMs: 15_000 });
-    if (!rc.complete) blocked.push(`${topic.name}: the read_committed reader could not reach the end within 15 s`);
-    committedOut.push(...rc.records);
-    uncommittedOut.push(...ru.records);
+    if (!rc.complete) read.blocked.push(`${topic.name}: the read_committed reader could not reach the end within 15 s`);
+    read.committed.push(...rc.records);
+    read.uncommitted.push(...ru.records);
   }
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    for (const topic of lab.topics.filter((t) => t.role === 'input')) {
+      const real = realTopic(topic.name);
+      const committed = await fetchCommittedOffsets(admin, source.groupId, real);
+      for (const end of await partitionOffsets(brokers, real)) {
+        read.inputOffsets.push({ topic: topic.name, partition: end.partition, committed: committed.find((p) => p.partition === end.partition)?.offset ?? -1, hwm: end.hwm });
+      }
+    }
+  } finally {
+    await admin.disconnect();
+  }
+  return read;
+}
+
+/**
+ * Decides every check a pipeline can have from what was read, with evidence a learner can follow:
+ * a pure function. The lab's own list is selected afterwards (selectLabChecks).
+ */
+export function checkPipelineOutput(read: OutputRead, input: OutputCheckInput): Verification {
+  const { lab, realTopic } = input;
+  const logicalOf = new Map(lab.topics.map((t) => [realTopic(t.name), t.name]));
+  const { committed: committedOut, uncommitted: uncommittedOut, hanging, blocked } = read;
   const label = (r: ReadRecord) => `${logicalOf.get(r.topic) ?? r.topic}-${r.partition}@${r.offset}`;
   const committedKeys = new Set(committedOut.map((r) => `${r.topic}/${r.partition}/${r.offset}`));
   const abortedRecords = uncommittedOut.filter((r) => !committedKeys.has(`${r.topic}/${r.partition}/${r.offset}`)).length;
@@ -110,7 +144,7 @@ export async function verifyRun(input: VerifyInput): Promise<Verification> {
       name,
       passed: failures.length === 0,
       summary: failures.length === 0 ? okSummary : failSummary(failures.length),
-      evidence: failures.slice(0, MAX_EVIDENCE).concat(failures.length > MAX_EVIDENCE ? [`… and ${failures.length - MAX_EVIDENCE} more`] : []),
+      evidence: capEvidence(failures),
     });
   };
 
@@ -207,27 +241,16 @@ export async function verifyRun(input: VerifyInput): Promise<Verification> {
 
   // offsets-consistent: the group's committed offsets end right after the last processed input.
   const offsetFailures: string[] = [];
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
-    for (const topic of lab.topics.filter((t) => t.role === 'input')) {
-      const real = realTopic(topic.name);
-      const committed = await fetchCommittedOffsets(admin, input.groupId, real);
-      const ends = await partitionOffsets(brokers, real);
-      for (const end of ends) {
-        const lastData = Math.max(-1, ...input.inputs.filter((r) => r.topic === topic.name && r.partition === end.partition && r.committed).map((r) => r.offset));
-        const got = committed.find((p) => p.partition === end.partition)?.offset ?? -1;
-        if (lastData < 0) continue;
-        if (got < lastData + 1 || got > end.hwm) {
-          offsetFailures.push(
-            `${topic.name}-${end.partition}: group ${got < 0 ? 'has no committed offset' : `committed offset ${got}`}, expected between ${lastData + 1} (after the last record, offset ${lastData}) and ${end.hwm} (end of log)` +
-              (got === lastData ? ' — off by one: commit the offset of the NEXT record to read (last + 1)' : ''),
-          );
-        }
-      }
+  for (const end of read.inputOffsets) {
+    const lastData = Math.max(-1, ...input.inputs.filter((r) => r.topic === end.topic && r.partition === end.partition && r.committed).map((r) => r.offset));
+    const got = end.committed;
+    if (lastData < 0) continue;
+    if (got < lastData + 1 || got > end.hwm) {
+      offsetFailures.push(
+        `${end.topic}-${end.partition}: group ${got < 0 ? 'has no committed offset' : `committed offset ${got}`}, expected between ${lastData + 1} (after the last record, offset ${lastData}) and ${end.hwm} (end of log)` +
+          (got === lastData ? ' — off by one: commit the offset of the NEXT record to read (last + 1)' : ''),
+      );
     }
-  } finally {
-    await admin.disconnect();
   }
   result('offsets-consistent', offsetFailures, "the group's committed offsets end right after the last input", (n) => `${n} input partitions have wrong committed offsets`);
 
@@ -235,7 +258,7 @@ export async function verifyRun(input: VerifyInput): Promise<Verification> {
   result('no-hanging-transactions', hanging, 'no transaction was left open: every output LSO reached its high watermark', (n) => `${n} output partitions are blocked by an open transaction`);
 
   return {
-    checks: lab.checks.map((name) => results.get(name)).filter((c): c is CheckResult => c !== undefined),
+    checks: [...results.values()],
     outputs: committedOut.length,
     abortedRecords,
   };

@@ -3,13 +3,13 @@
  * committed inputs ask for. no-duplicate-effects and no-lost-effects come from checkEffects (shared
  * with the database labs); effects-correct compares the bodies.
  */
-import type { ApiSpec, ExpectedApiEffect } from '../../src/shared/lab.ts';
-import type { CheckResult, FaultRecord } from '../../src/shared/report.ts';
-import { checkEffects, type ExpectedEffect, type ObservedEffect } from '../runner/effects.ts';
-import type { SeededRecord } from '../runner/seeder.ts';
-import type { ApiEffect } from './lab-api.ts';
+import type { ApiSpec, ExpectedApiEffect } from '../../../src/shared/lab.ts';
+import type { CheckResult, FaultRecord } from '../../../src/shared/report.ts';
+import { checkEffects, type ExpectedEffect, type ObservedEffect } from './effects.ts';
+import type { SeededRecord } from '../seeder.ts';
+import { canonical, type ApiEffect } from '../../api/contract.ts';
+import { capEvidence } from './evidence.ts';
 
-const MAX_EVIDENCE = 20;
 const MAX_TIMES = 4;
 
 export interface ApiVerifyInput {
@@ -21,17 +21,6 @@ export interface ApiVerifyInput {
   /** Wall-clock start of the run, to place effects after faults. */
   startedAt: number;
 }
-
-const canonical = (value: unknown): string => {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  if (value && typeof value === 'object') {
-    return `{${Object.keys(value)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
-      .join(',')}}`;
-  }
-  return JSON.stringify(value);
-};
 
 const short = (text: string, max = 120) => (text.length > max ? `${text.slice(0, max)}…` : text);
 const inputLabel = (r: SeededRecord) => `${r.topic}-${r.partition}@${r.offset} key=${r.key}`;
@@ -51,7 +40,7 @@ export function expectedApiEffects(api: ApiSpec, inputs: readonly SeededRecord[]
   return expected;
 }
 
-export function apiEffectChecks(input: ApiVerifyInput): CheckResult[] {
+export function checkApiEffects(input: ApiVerifyInput): CheckResult[] {
   const { api, startedAt } = input;
   const applied = input.effects.filter((e) => e.service === api.service && (api.count === 'applied' || e.changed));
   const expected = expectedApiEffects(api, input.inputs);
@@ -90,7 +79,7 @@ export function apiEffectChecks(input: ApiVerifyInput): CheckResult[] {
     name: 'effects-correct',
     passed: wrong.length === 0,
     summary: wrong.length === 0 ? `every ${api.what} applied carries the expected data (${compared} compared)` : `${wrong.length} of ${compared} ${api.what}s carry wrong data`,
-    evidence: wrong.slice(0, MAX_EVIDENCE).concat(wrong.length > MAX_EVIDENCE ? [`… and ${wrong.length - MAX_EVIDENCE} more`] : []),
+    evidence: capEvidence(wrong),
   };
   return [duplicates!, lost!, correct];
 }

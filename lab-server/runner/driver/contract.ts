@@ -1,0 +1,56 @@
+/**
+ * The program driver: how the grader reaches into a running program. Instrumented (our compiled
+ * bundle: the kafkajs wrapper reports every call over IPC and stops at armed crash points) or
+ * opaque (a `--cmd` program, a JVM say: no IPC, so the broker's evidence stands in). Every
+ * difference between the two lives behind this interface; the sandbox plugs in here.
+ */
+import type { FaultRecord } from '../../../src/shared/report.ts';
+import type { PipelineLab } from '../../../src/shared/lab.ts';
+import type { ArmAction, ChildEvent } from '../child/protocol.ts';
+import type { PlannedFault } from '../fault-plan.ts';
+import type { ProgramProcess, ProgramSource } from '../program-instance.ts';
+import type { SeedTransaction } from '../seeder.ts';
+import type { Slot } from '../supervisor.ts';
+
+/** A crash point the program reached; aimedAt: the logical topic the fault was aimed at (FaultSpec.topic). */
+export type AimedHit = ChildEvent & { t: 'hit'; aimedAt?: string };
+
+/** What a driver needs of the attempt it drives. */
+export interface DriverContext {
+  readonly lab: PipelineLab;
+  /** Every slot's current program, for "is any transaction open". */
+  readonly slots: Iterable<Slot>;
+  /** Faults injected so far. */
+  readonly faultsDone: number;
+  /** Committed inputs the group's offsets cover, as of the last poll. */
+  readonly processed: number;
+  /** `processed` as of a poll that began after this call. */
+  freshProcessed(): Promise<number>;
+  writeWave(wave: SeedTransaction[]): Promise<void>;
+  /** The next wave of input (empty when used up). */
+  nextWave(): SeedTransaction[];
+  realTopic(logical: string): string;
+  /** Whether an output partition has an open transaction (LSO < HWM); null if the broker did not say. */
+  brokerSaysTransactionOpen(): Promise<boolean | null>;
+}
+
+export interface ProgramDriver {
+  readonly kind: 'instrumented' | 'opaque';
+  readonly source: ProgramSource;
+  /** The lab's time limit is multiplied by this. */
+  readonly limitFactor: number;
+  /** How long settling waits without progress before it verifies anyway. */
+  quietMs(base: number, laterStagesBehind: boolean): number;
+  /** Arms the fault's crash point (if the driver can), writes the wave, and waits for the program to reach it. */
+  armAndWrite(ctx: DriverContext, slot: Slot, fault: PlannedFault, action: ArmAction, wave: SeedTransaction[]): Promise<{ instance: ProgramProcess; event: AimedHit | null }>;
+  /** Whether the slot's program holds an open transaction now (null: unknown). */
+  openTransactionNow(ctx: DriverContext, slot: Slot): Promise<boolean | null>;
+  /** Whether any instance holds an open transaction now (null: unknown). */
+  anyTransactionOpen(ctx: DriverContext): Promise<boolean | null>;
+  /** Resolves true when the instance reports a matching event, false after timeoutMs. */
+  waitForEvent(instance: ProgramProcess, match: (e: ChildEvent) => boolean, timeoutMs: number): Promise<boolean>;
+  /** Zombie fault: waits until the replacement has committed (and so fenced the zombie), where only the broker can tell. */
+  awaitReplacementCommit(ctx: DriverContext, replacement: ProgramProcess): Promise<void>;
+  /** Whether a fault provably landed inside an open transaction. */
+  hitTransaction(faults: readonly FaultRecord[], abortedRecords: number): boolean;
+}

@@ -1,0 +1,11 @@
+/** Picks the program driver for a compiled program: see contract.ts. */
+import type { ProgramSource } from '../program-instance.ts';
+import type { ProgramDriver } from './contract.ts';
+import { InstrumentedDriver } from './instrumented.ts';
+import { OpaqueDriver } from './opaque.ts';
+
+export type { AimedHit, DriverContext, ProgramDriver } from './contract.ts';
+
+export function driverFor(source: ProgramSource): ProgramDriver {
+  return source.kind === 'bundle' ? new InstrumentedDriver(source) : new OpaqueDriver(source);
+}

@@ -1,0 +1,150 @@
+/**
+ * The driver of our compiled bundle: the kafkajs wrapper (runner/child) reports each call over
+ * IPC, says whether a transaction is open, and holds at an armed crash point.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { CrashPoint, FaultRecord } from '../../../src/shared/report.ts';
+import type { ArmAction, ChildEvent } from '../child/protocol.ts';
+import type { PlannedFault } from '../fault-plan.ts';
+import type { ProgramProcess, ProgramSource } from '../program-instance.ts';
+import type { SeedTransaction } from '../seeder.ts';
+import type { Slot } from '../supervisor.ts';
+import type { AimedHit, DriverContext, ProgramDriver } from './contract.ts';
+
+const HIT_TIMEOUT_MS = 5_000;
+/** How long a program that handled the new wave may sit idle, outside a transaction, before its crash point counts as unreachable. */
+const IDLE_GIVE_UP_MS = 1_500;
+
+export class InstrumentedDriver implements ProgramDriver {
+  readonly kind = 'instrumented';
+  readonly limitFactor = 1;
+
+  constructor(readonly source: ProgramSource & { kind: 'bundle' }) {}
+
+  quietMs(base: number, laterStagesBehind: boolean): number {
+    // A later stage that has not caught up may be rejoining its group or restoring its state
+    // after a restart (several seconds under load): give it longer.
+    return laterStagesBehind ? 2 * base : base;
+  }
+
+  async armAndWrite(ctx: DriverContext, slot: Slot, fault: PlannedFault, action: ArmAction, wave: SeedTransaction[]) {
+    const instance = slot.current;
+    if (!fault.crashPoint) {
+      await ctx.writeWave(wave);
+      await sleep(fault.delayMs);
+      return { instance, event: null };
+    }
+    let waveWrittenAt = Infinity;
+    const hit = armAt(ctx, instance, fault.crashPoint, action, fault.occurrence, fault.topic, () => waveWrittenAt);
+    await ctx.writeWave(wave);
+    waveWrittenAt = Date.now();
+    let event: AimedHit | null = await hit;
+    if (event && fault.topic) event = { ...event, aimedAt: fault.topic };
+    // A program may never make the planned call (no transactions: no commit; no write to the
+    // aimed-at topic). Every pipeline sends (a database lab's program writes rows), so fall back
+    // to the moment right after any send (row write), with fresh input to reach it.
+    const fallbackPoint: CrashPoint = ctx.lab.database ? 'after:db-write' : 'after:send';
+    if (!event && (fault.crashPoint !== fallbackPoint || fault.topic) && instance.alive) {
+      const spare = ctx.nextWave();
+      if (spare.length) {
+        const fallback = armAt(ctx, instance, fallbackPoint, action, 1);
+        await ctx.writeWave(spare);
+        event = await fallback;
+      }
+    }
+    if (!event) await sleep(fault.delayMs);
+    return { instance, event };
+  }
+
+  async openTransactionNow(_ctx: DriverContext, slot: Slot): Promise<boolean | null> {
+    return slot.txnOpen;
+  }
+
+  async anyTransactionOpen(ctx: DriverContext): Promise<boolean | null> {
+    return [...ctx.slots].some((s) => s.txnOpen);
+  }
+
+  waitForEvent(instance: ProgramProcess, match: (e: ChildEvent) => boolean, timeoutMs: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      const onEvent = (e: ChildEvent) => {
+        if (!match(e)) return;
+        done(true);
+      };
+      const timer = setTimeout(() => done(false), timeoutMs);
+      const done = (value: boolean) => {
+        clearTimeout(timer);
+        instance.off('event', onEvent);
+        resolve(value);
+      };
+      instance.on('event', onEvent);
+    });
+  }
+
+  async awaitReplacementCommit(): Promise<void> {
+    // The replacement's own events say when it committed (see the zombie fault).
+  }
+
+  hitTransaction(faults: readonly FaultRecord[]): boolean {
+    // Our wrapper tells us exactly when a fault hit an open transaction.
+    return faults.some((f) => f.inTransaction === true);
+  }
+}
+
+/** Arms a crash point and resolves with the hit, or null if the program did not reach it in time. */
+function armAt(
+  ctx: DriverContext,
+  instance: ProgramProcess,
+  point: CrashPoint,
+  action: ArmAction,
+  occurrence: number,
+  topic?: string,
+  waveWrittenAt: () => number = () => Infinity,
+): Promise<(ChildEvent & { t: 'hit' }) | null> {
+  const hit = new Promise<(ChildEvent & { t: 'hit' }) | null>((resolve) => {
+    // A program that worked on the new wave and then went idle outside a transaction will not
+    // reach the point (a program without transactions never commits one): stop waiting after
+    // IDLE_GIVE_UP_MS instead of the whole HIT_TIMEOUT_MS. Not for a point aimed at a later
+    // stage, whose input arrives only when an earlier stage commits.
+    let lastCallAt = 0;
+    let txnOpen = false;
+    const onEvent = (event: ChildEvent) => {
+      if (event.t === 'member') return;
+      txnOpen = event.txnOpen;
+      if (event.t === 'call' || event.t === 'failed') lastCallAt = Date.now();
+      if (event.t !== 'hit') return;
+      cleanup();
+      resolve(event);
+    };
+    const idleCheck = topic
+      ? undefined
+      : setInterval(() => {
+          if (txnOpen || lastCallAt <= waveWrittenAt() || Date.now() - lastCallAt < IDLE_GIVE_UP_MS) return;
+          cleanup();
+          instance.send({ t: 'disarm' });
+          resolve(null);
+        }, 200);
+    const onExit = () => {
+      cleanup();
+      resolve(null);
+    };
+    // A crash point aimed at a later stage waits for the wave to pass the earlier ones first.
+    const timer = setTimeout(
+      () => {
+        cleanup();
+        instance.send({ t: 'disarm' });
+        resolve(null);
+      },
+      topic ? 2 * HIT_TIMEOUT_MS : HIT_TIMEOUT_MS,
+    );
+    const cleanup = () => {
+      clearTimeout(timer);
+      clearInterval(idleCheck);
+      instance.off('event', onEvent);
+      instance.off('exit', onExit);
+    };
+    instance.on('event', onEvent);
+    instance.once('exit', onExit);
+  });
+  instance.send({ t: 'arm', point, action, occurrence, ...(topic ? { topic: ctx.realTopic(topic) } : {}) });
+  return hit;
+}

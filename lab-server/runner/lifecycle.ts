@@ -1,0 +1,279 @@
+/**
+ * One attempt's lifecycle, the same for every lab kind: the work dir and output sink, compiling
+ * the program, the stop signal, the time limit (moved back by broker downtime and waits that are
+ * not the program's, longer for an opaque `--cmd` program), state and progress events, the grade's
+ * error report and the report itself. What the attempt does in between (prepare, play, collect)
+ * is its scenario's (scenarios/), chosen per lab kind in attempt.ts.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Kafka } from 'kafkajs';
+import { REPORT_VERSION, type CheckResult, type GradeReport, type Verdict } from '../../src/shared/report.ts';
+import { maintenanceFor, type MaintenanceLock } from '../broker/maintenance.ts';
+import { describeError, KafkaIqError } from '../core/errors.ts';
+import { ROOT_DIR } from '../core/paths.ts';
+import { createKafka } from '../kafka/client.ts';
+import { deleteTopics } from '../kafka/topics.ts';
+import type { LoadedLab } from '../labs/load-lab.ts';
+import { selectLabChecks } from './checkers/select.ts';
+import { decideVerdict, type VerdictInput } from './checkers/verdict.ts';
+import { compileProgram } from './compile.ts';
+import type { ManualFault } from './contract.ts';
+import { driverFor, type ProgramDriver } from './driver/index.ts';
+import { randomSeed } from './fault-plan.ts';
+import { History } from './history.ts';
+import { OutputSink } from './output-sink.ts';
+import type { ProgramSource } from './program-instance.ts';
+import type { Supervisor } from './supervisor.ts';
+import type { Attempt, AttemptOptions, AttemptPhase } from './types.ts';
+
+/** What a scenario read and judged: every check it decided, how to weigh the lab's, and the output counts. */
+export interface Outcome {
+  /** Every check decided (the lifecycle selects the lab's, selectLabChecks). */
+  checks: CheckResult[];
+  /** How to weigh the lab's checks (passed in, selected and in the lab's order). */
+  verdict: (checks: readonly CheckResult[]) => Omit<VerdictInput, 'checks'>;
+  outputs: number;
+  abortedRecords: number;
+}
+
+export interface ProgressFigures {
+  processed: number;
+  expected: number;
+  faultsDone: number;
+  faultsPlanned: number;
+}
+
+/** A lab kind's part of an attempt: prepare the cluster, play the plan (or a Run), collect and judge. */
+export interface Scenario {
+  /** The program's instances, once started (for restarts, self-exits and the instance list). */
+  readonly supervisor: Supervisor | null;
+  /** How often progress is polled and sent, and the poll itself. */
+  readonly progressEveryMs: number;
+  pollProgress(): Promise<void> | void;
+  progress(): ProgressFigures;
+  /** A grade: the seeded plan, fixed before anything starts (faults planned, for progress). */
+  plan(seed: number): void;
+  /** After the program compiled: topics, databases, the grader's own clients. */
+  prepare(): Promise<void>;
+  /** A Run: the program on fresh input, no grade, until the stop signal or the run limit. */
+  playFree(): Promise<void>;
+  /** A grade: the plan's input and faults, until everything settled; then every instance stopped. */
+  play(): Promise<void>;
+  /** Reads what the program left (broker, database, API) and judges it. */
+  collect(): Promise<Outcome>;
+  /** The report's input and output counts; outcome null when the grade did not get that far. */
+  stats(outcome: Outcome | null): { inputs: number; abortedInputs: number; outputs: number; abortedRecords: number };
+  /** Every topic this attempt created. */
+  topics(): string[];
+  manualFault(kind: ManualFault, instanceId?: string): Promise<void>;
+  /** Gives back everything the scenario holds (processes, clients, databases). */
+  shutdown(): Promise<void>;
+}
+
+export class AttemptLifecycle implements Attempt {
+  readonly namespace: string;
+  readonly groupId: string;
+  readonly lab: LoadedLab;
+  readonly kafka: Kafka;
+  /** Serialises broker faults with the grader's own Kafka work, per cluster. */
+  readonly maintenance: MaintenanceLock;
+  readonly workDir: string;
+  readonly sink: OutputSink;
+  readonly history: History;
+  readonly scenario: Scenario;
+  phase: AttemptPhase = 'compiling';
+  startedAt = Date.now();
+  /** Set when the attempt winds down: loops end, nothing restarts. */
+  stopping = false;
+  /** Waits during preparing that are not the program's time (a database start): the limit starts after them. */
+  notProgramTimeMs = 0;
+  /** The cluster's downtime total when the plan started (see MaintenanceLock.downtimeMs). */
+  downtimeAtStart = 0;
+  private driverOf: ProgramDriver | null = null;
+  private progressTimer: NodeJS.Timeout | null = null;
+  private stopRequested: () => void = () => {};
+  readonly stopSignal = new Promise<void>((resolve) => (this.stopRequested = resolve));
+
+  constructor(
+    readonly options: AttemptOptions,
+    scenario: (attempt: AttemptLifecycle) => Scenario,
+  ) {
+    this.lab = options.lab;
+    this.namespace = options.namespace;
+    this.groupId = `${options.namespace}-group`;
+    this.kafka = createKafka(options.brokers, `kafkaiq-grader-${options.namespace}`);
+    this.maintenance = maintenanceFor(options.brokers);
+    this.workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kafkaiq-'));
+    this.sink = new OutputSink((instance, stream, line) => options.listener.output(instance, stream, line), this.workDir);
+    this.history = new History(() => this.elapsed());
+    this.scenario = scenario(this);
+  }
+
+  realTopic(logical: string): string {
+    return `${this.namespace}-${logical}`;
+  }
+
+  /** Env name -> real topic, for the learner's display. */
+  topicEnv(): Record<string, string> {
+    return Object.fromEntries(this.lab.definition.topics.map((t) => [t.env, this.realTopic(t.name)]));
+  }
+
+  /** The compiled program's driver (instrumented, or opaque for `--cmd`); set once compiled. */
+  get driver(): ProgramDriver {
+    if (!this.driverOf) throw new KafkaIqError('INTERNAL', 'the program is not compiled yet');
+    return this.driverOf;
+  }
+
+  get source(): ProgramSource {
+    return this.driver.source;
+  }
+
+  elapsed(): number {
+    return Date.now() - this.startedAt;
+  }
+
+  get limitMs(): number {
+    const { mode } = this.options;
+    if (mode === 'run') return this.options.runLimitMs ?? 10 * 60_000;
+    const limit = mode === 'quick' ? this.lab.definition.quickTimeLimitMs : this.lab.definition.timeLimitMs;
+    return (this.driverOf?.limitFactor ?? 1) * limit;
+  }
+
+  /**
+   * The grade's time limit, moved back by the time the cluster was down for maintenance meanwhile
+   * and by waits that were not the program's (the lab's database).
+   */
+  get deadline(): number {
+    return this.startedAt + this.notProgramTimeMs + this.limitMs + (this.maintenance.downtimeMs - this.downtimeAtStart);
+  }
+
+  /** Ends a Run (or cuts a grade short); safe to call at any time. */
+  requestStop(): void {
+    this.stopRequested();
+  }
+
+  /** Sleeps, but wakes at once when the attempt is stopped. True if it slept the whole time. */
+  async sleepUnlessStopped(ms: number): Promise<boolean> {
+    if (this.stopping || ms <= 0) return !this.stopping;
+    const stopped = await Promise.race([this.stopSignal.then(() => true), sleep(ms, false, { ref: false })]);
+    if (stopped) this.stopping = true;
+    return !stopped;
+  }
+
+  async run(): Promise<void> {
+    try {
+      await this.begin();
+      await this.scenario.playFree();
+    } finally {
+      await this.shutdown();
+    }
+  }
+
+  async grade(): Promise<GradeReport> {
+    const seed = this.options.seed ?? randomSeed();
+    this.scenario.plan(seed);
+    const startedAtIso = new Date().toISOString();
+    let report: GradeReport;
+    try {
+      await this.begin();
+      await this.scenario.play();
+      this.phase = 'verifying';
+      this.emitProgress();
+      const outcome = await this.scenario.collect();
+      const checks = selectLabChecks(this.lab.definition.checks, outcome.checks);
+      const { verdict, message } = decideVerdict({ checks, ...outcome.verdict(checks) });
+      report = this.report(seed, startedAtIso, verdict, message, checks, outcome);
+    } catch (err) {
+      const infrastructure = !(err instanceof KafkaIqError) || err.isInfrastructure;
+      const compile = err instanceof KafkaIqError && err.code === 'COMPILE_FAILED';
+      report = this.report(
+        seed,
+        startedAtIso,
+        compile ? 'fail' : 'error',
+        compile ? `Your program does not compile: ${describeError(err)}` : `The grader could not finish (${describeError(err)}); this is not your program's fault, try again.`,
+        [],
+        null,
+      );
+      if (!infrastructure && !compile) report.message = describeError(err);
+    } finally {
+      await this.shutdown();
+    }
+    return report;
+  }
+
+  manualFault(kind: ManualFault, instanceId?: string): Promise<void> {
+    return this.scenario.manualFault(kind, instanceId);
+  }
+
+  /** Deletes this attempt's topics (the session keeps the latest attempt's for inspection). */
+  deleteTopics(): Promise<void> {
+    return deleteTopics(this.kafka, this.scenario.topics());
+  }
+
+  /** Compiles the program and lets the scenario prepare the cluster. */
+  private async begin(): Promise<void> {
+    this.startedAt = Date.now();
+    this.phase = 'compiling';
+    this.progressTimer = setInterval(() => void this.scenario.pollProgress(), this.scenario.progressEveryMs);
+    this.emitProgress();
+    const { program } = this.options;
+    if (program.kind === 'code') {
+      const compiled = await compileProgram(program.code, this.workDir);
+      if (compiled.warnings.length) this.options.listener.diagnostics(compiled.warnings);
+      this.driverOf = driverFor({ kind: 'bundle', file: compiled.file, readDirs: compiled.readDirs, writeDir: this.workDir });
+    } else {
+      this.driverOf = driverFor({ kind: 'command', command: program.command, cwd: ROOT_DIR });
+    }
+    this.phase = 'preparing';
+    this.emitProgress();
+    await this.scenario.prepare();
+  }
+
+  private report(seed: number, startedAt: string, verdict: Verdict, message: string, checks: GradeReport['checks'], outcome: Outcome | null): GradeReport {
+    this.phase = 'done';
+    this.emitProgress();
+    return {
+      version: REPORT_VERSION,
+      lab: this.lab.id,
+      verdict,
+      message,
+      seed,
+      quick: this.options.mode === 'quick',
+      startedAt,
+      checks,
+      faults: [...this.history.faults],
+      timeline: [...this.history.timeline],
+      stats: {
+        ...this.scenario.stats(outcome),
+        restarts: this.scenario.supervisor?.restarts ?? 0,
+        selfExits: this.scenario.supervisor?.selfExits ?? 0,
+        durationMs: this.elapsed(),
+      },
+    };
+  }
+
+  private async shutdown(): Promise<void> {
+    this.stopping = true;
+    if (this.progressTimer) clearInterval(this.progressTimer);
+    await this.scenario.shutdown();
+    fs.rmSync(this.workDir, { recursive: true, force: true });
+    this.phase = 'done';
+    this.emitState();
+  }
+
+  emitProgress(): void {
+    this.options.listener.progress({ mode: this.options.mode, phase: this.phase, ...this.scenario.progress(), elapsedMs: this.elapsed(), limitMs: this.limitMs });
+  }
+
+  emitState(): void {
+    this.options.listener.state({
+      activity: this.stopping || this.phase === 'done' ? 'idle' : this.options.mode === 'run' ? 'running' : 'grading',
+      lab: this.lab.id,
+      instances: this.scenario.supervisor?.instances() ?? [],
+      topics: this.topicEnv(),
+    });
+  }
+}

@@ -1,0 +1,54 @@
+/**
+ * What a fault handler (nemesis/*.ts) sees of the attempt: the program's supervisor and driver,
+ * the broker's controls, the input waves, and the history to record the fault in. The pipeline
+ * scenario provides it; the nemesis unit tests provide a fake one with a fake program driver.
+ */
+import type { FaultRecord } from '../../../src/shared/report.ts';
+import type { BrokerControl } from '../../broker/cluster.ts';
+import type { MaintenanceLock } from '../../broker/maintenance.ts';
+import type { TransactionCoordinator } from '../../kafka/coordinator.ts';
+import type { ApiNamespace } from '../../api/lab-api.ts';
+import type { AimedHit, DriverContext, ProgramDriver } from '../driver/contract.ts';
+import type { PlannedFault } from '../fault-plan.ts';
+import type { ProgramProcess } from '../program-instance.ts';
+import type { SeedTransaction } from '../seeder.ts';
+import type { Slot } from '../supervisor.ts';
+
+export interface NemesisContext extends DriverContext {
+  readonly driver: ProgramDriver;
+  readonly brokers: string[];
+  /** null: an external cluster (KAFKA_BROKERS), which the grader does not restart. */
+  readonly control: BrokerControl | null;
+  readonly maintenance: MaintenanceLock;
+  /** What the broker faults ask the cluster (kafka/coordinator.ts; a fake in the unit tests). */
+  readonly cluster: {
+    findTransactionCoordinator(transactionalId: string): Promise<TransactionCoordinator>;
+    /** Waits until every partition's ISR is complete again; false if not within the time. */
+    waitForFullIsr(timeoutMs: number): Promise<boolean>;
+  };
+  /** Labs with an `api` block: the attempt's namespace of the lab HTTP API. */
+  readonly api: ApiNamespace | null;
+  readonly stopping: boolean;
+  /** Committed inputs written so far. */
+  readonly committedWritten: number;
+  slot(n: number): Slot | undefined;
+  /** Starts (or restarts) a slot's program. */
+  startSlot(n: number): Slot;
+  /** The lowest free slot number. */
+  readonly nextSlot: number;
+  expectExit(instance: ProgramProcess): void;
+  addZombie(instance: ProgramProcess): void;
+  removeZombie(instance: ProgramProcess): void;
+  /** Whether the instance reported a consumer-group membership the grader can end for it. */
+  hasMemberships(instance: ProgramProcess): boolean;
+  /** LeaveGroup on behalf of a killed instance (best effort, at most a few seconds). */
+  removeFromGroups(instance: ProgramProcess): Promise<void>;
+  /** The env of a slot's program (its TRANSACTIONAL_ID, say). */
+  env(slot: number): Record<string, string>;
+  recordFault(fault: PlannedFault, instance: string, event: (Pick<AimedHit, 'point' | 'txnOpen'> & { aimedAt?: string }) | null, txnOpen: boolean | null, note?: string): FaultRecord;
+  system(line: string): void;
+  emitState(): void;
+}
+
+/** One handler per fault kind: inject it (with the wave it needs to land), record it, recover. */
+export type FaultHandler = (ctx: NemesisContext, fault: PlannedFault, wave: SeedTransaction[]) => Promise<void>;

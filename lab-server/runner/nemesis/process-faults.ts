@@ -1,0 +1,127 @@
+/** Faults of the program's processes: kill, stop, zombie, pause, join, send-error. */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { ChildEvent } from '../child/protocol.ts';
+import type { ProgramProcess } from '../program-instance.ts';
+import type { FaultHandler, NemesisContext } from './context.ts';
+
+const target = (ctx: NemesisContext, n: number) => ctx.slot(n) ?? ctx.slot(1)!;
+
+/** SIGKILL at the crash point, then a restart with the same identity. */
+export const killFault: FaultHandler = async (ctx, fault, wave) => {
+  const slot = target(ctx, fault.instance);
+  const { instance, event } = await ctx.driver.armAndWrite(ctx, slot, fault, 'kill', wave);
+  ctx.expectExit(instance);
+  instance.signal('SIGKILL');
+  await instance.exited;
+  const open = event ? null : await ctx.driver.openTransactionNow(ctx, slot);
+  // During a broker restart (another grade's) the group is re-formed anyway: no LeaveGroup
+  // to hold up the replacement. When sent, the report says so, so the quick rejoin in the
+  // timeline does not teach a wrong lesson.
+  const leaves = ctx.hasMemberships(instance) && !ctx.maintenance.isDown;
+  ctx.recordFault(fault, instance.id, event, open, leaves ? 'the grader sends the LeaveGroup it could not: no wait for its session timeout' : undefined);
+  if (leaves) await ctx.removeFromGroups(instance);
+  ctx.startSlot(slot.slot);
+};
+
+/** SIGTERM at the crash point (a clean shutdown), then a restart. */
+export const stopFault: FaultHandler = async (ctx, fault, wave) => {
+  const slot = target(ctx, fault.instance);
+  const { instance, event } = await ctx.driver.armAndWrite(ctx, slot, fault, 'stop', wave);
+  const open = event ? event.txnOpen : await ctx.driver.openTransactionNow(ctx, slot);
+  ctx.expectExit(instance);
+  ctx.recordFault(fault, instance.id, event, open);
+  await instance.stop(5_000);
+  ctx.startSlot(slot.slot);
+};
+
+/** SIGSTOP at the crash point, a replacement with the same identity, then the frozen one resumes. */
+export const zombieFault: FaultHandler = async (ctx, fault, wave) => {
+  const slot = target(ctx, fault.instance);
+  const { instance, event } = await ctx.driver.armAndWrite(ctx, slot, fault, 'pause', wave);
+  instance.pause();
+  ctx.addZombie(instance);
+  ctx.recordFault(fault, instance.id, event, event ? null : await ctx.driver.openTransactionNow(ctx, slot), 'paused; a replacement with the same identity starts');
+  const replacement = ctx.startSlot(slot.slot).current;
+  // New input, so the replacement has work of its own while the zombie is frozen mid-transaction.
+  await ctx.writeWave(ctx.nextWave());
+  // Resume the zombie once the replacement has redone work: its first commit, or (for a
+  // program without transactions) its first sends plus a moment.
+  // When the zombie was frozen in one stage (an aimed crash point), wait for the replacement's
+  // commit in that stage: only then has its producer fenced the zombie's, whose next call
+  // then fails. (Another stage of a multi-stage program may commit long before.)
+  const aimed = event?.aimedAt ? ctx.realTopic(event.aimedAt) : null;
+  await ctx.driver.awaitReplacementCommit(ctx, replacement);
+  const sent = await ctx.driver.waitForEvent(replacement, (e) => e.t === 'call' && (e.point === 'after:commit' || e.point === 'after:send'), 20_000);
+  if (sent) {
+    await ctx.driver.waitForEvent(replacement, (e) => e.t === 'call' && e.point === 'after:commit' && (!aimed || (e.written ?? []).includes(aimed)), aimed ? 8_000 : 1_500);
+  }
+  ctx.system(`${instance.id} (the zombie) resumes`);
+  instance.resume();
+  const exited = await Promise.race([instance.exited.then(() => true), sleep(4_000, false)]);
+  if (!exited) {
+    ctx.system(`${instance.id} (the zombie) kept running after it was fenced: stopping it.`);
+    await instance.stop(2_000);
+  }
+  ctx.removeZombie(instance);
+};
+
+/**
+ * Freeze the instance at the crash point (mid-transaction) and start NO replacement: the
+ * group's session timeout expires and the other instances take over its partitions and
+ * redo the frozen batch. Then it wakes up, still holding that transaction, as a rebalanced-
+ * away zombie does in production. Only fencing through the transactional.id of the
+ * partition can stop its commit (kafkajs's sendOffsets carries no group generation).
+ */
+export const pauseFault: FaultHandler = async (ctx, fault, wave) => {
+  const slot = target(ctx, fault.instance);
+  const { instance, event } = await ctx.driver.armAndWrite(ctx, slot, fault, 'pause', wave);
+  instance.pause();
+  ctx.emitState();
+  ctx.recordFault(fault, instance.id, event, event ? null : slot.txnOpen, 'paused (SIGSTOP) past its session timeout, no replacement: the group hands its partitions to the other instances');
+  await waitWhilePaused(ctx, instance);
+  ctx.system(`${instance.id} resumes (SIGCONT) and carries on where it froze; from here on it is a normal group member again`);
+  instance.resume();
+  ctx.emitState();
+  // Let the held transaction play out (its commit goes through, or fails because it was
+  // fenced) before the next fault is armed: a crash point armed now would catch the zombie's
+  // own commit and hide what it does. A program without transactions is done at its next call.
+  const settled = (e: ChildEvent) => (e.t === 'call' && (e.point === 'after:commit' || e.point === 'after:abort' || !e.txnOpen)) || (e.t === 'failed' && e.op !== 'commitOffsets');
+  await Promise.race([ctx.driver.waitForEvent(instance, settled, 5_000), instance.exited]);
+};
+
+/**
+ * A 'pause' fault holds its instance frozen until the group has expired its session and the
+ * other instances have committed every input written so far (the frozen batch included, so its
+ * records have been redone elsewhere). Bounded, for a program that never gets there: a single
+ * instance, or a session timeout longer than the grader can wait.
+ */
+async function waitWhilePaused(ctx: NemesisContext, frozen: ProgramProcess): Promise<void> {
+  const session = Math.min(ctx.lab.kafkajs.consumer.sessionTimeout ?? 30_000, 15_000);
+  const target = ctx.committedWritten;
+  const started = Date.now();
+  // Nobody can take the partitions over before the session timeout: no need to look earlier.
+  await sleep(session);
+  while (frozen.alive && Date.now() - started < session + 12_000 && ctx.processed < target) await sleep(100);
+  if (ctx.processed < target) {
+    ctx.system(`the other instances did not take over ${frozen.id}'s work within ${((Date.now() - started) / 1000).toFixed(1)} s (${ctx.processed}/${target} inputs committed)`);
+  } else {
+    ctx.system(`the other instances took over ${frozen.id}'s partitions and committed every input so far (${((Date.now() - started) / 1000).toFixed(1)} s frozen)`);
+  }
+}
+
+/** A new instance joins the group (a rebalance). */
+export const joinFault: FaultHandler = async (ctx, fault, wave) => {
+  const next = ctx.nextSlot;
+  await ctx.writeWave(wave);
+  await sleep(fault.delayMs);
+  ctx.recordFault(fault, `i${next}`, null, [...ctx.slots].some((s) => s.txnOpen), 'a new instance joins the group');
+  ctx.startSlot(next);
+};
+
+/** The next send fails as during a leader change. */
+export const sendErrorFault: FaultHandler = async (ctx, fault, wave) => {
+  const slot = target(ctx, fault.instance);
+  const { instance, event } = await ctx.driver.armAndWrite(ctx, slot, fault, 'error', wave);
+  if (event) ctx.recordFault(fault, instance.id, event, null, 'the send failed as if the partition leader had moved');
+  else ctx.recordFault(fault, instance.id, null, slot.txnOpen, 'not injected: the program made no send in time');
+};

@@ -1,0 +1,54 @@
+/**
+ * The pipeline scenario's collect step: reads what the program left (the output topics and the
+ * group's offsets, the database rows, the lab API's effects, the coordinator's log) and hands it
+ * to the checkers (the lifecycle then selects the lab's checks, selectLabChecks).
+ */
+import { checkApiEffects } from '../checkers/api-effects.ts';
+import { checkDatabaseEffects } from '../checkers/database-effects.ts';
+import { checkPipelineOutput, readPipelineOutput } from '../checkers/pipeline-output.ts';
+import { checkTransactionTimeouts } from '../checkers/transaction-timeouts.ts';
+import type { Outcome } from '../lifecycle.ts';
+import type { PipelineParts } from './pipeline-parts.ts';
+
+export async function collectPipeline(scenario: PipelineParts): Promise<Outcome> {
+  const { attempt, lab, writer } = scenario;
+  const { history, maintenance } = attempt;
+  scenario.system(`All instances stopped at +${(attempt.elapsed() / 1000).toFixed(1)} s; verifying the output as a read_committed consumer would see it.`);
+  const inputs = writer.written;
+  // Labs with a database: the effects, counted in the database itself.
+  const effects = scenario.database && lab.database ? checkDatabaseEffects(lab.database, lab, inputs, await scenario.database.readRows()) : null;
+  // no-transaction-timeouts: the coordinator's log since the start (transaction-timeouts.ts).
+  const txnTimeouts = scenario.txnTimeouts;
+  const timeoutCheck = txnTimeouts ? checkTransactionTimeouts(await maintenance.withShared(() => txnTimeouts.readLog()), attempt.namespace, history.faults, attempt.startedAt) : null;
+  const realTopic = (t: string) => attempt.realTopic(t);
+  const read = await maintenance.withShared(() => readPipelineOutput({ kafka: attempt.kafka, brokers: attempt.options.brokers, lab, groupId: attempt.groupId, realTopic }));
+  const verification = checkPipelineOutput(read, {
+    lab,
+    realTopic,
+    inputs,
+    faults: history.faults,
+    startedAt: attempt.startedAt,
+    extraChecks: [
+      ...(scenario.throughput ? [scenario.throughput.check] : []),
+      ...(timeoutCheck ? [timeoutCheck] : []),
+      // Labs that call the lab API: the effects it applied, against what the committed inputs ask for.
+      ...(scenario.api && lab.api ? checkApiEffects({ api: lab.api, effects: scenario.api.effects, inputs, faults: history.faults, startedAt: attempt.startedAt }) : []),
+      // Labs with a database: the rows the program left, against what the committed inputs ask for.
+      ...(effects?.checks ?? []),
+    ],
+  });
+  const outputs = verification.outputs + (effects ? effects.rows : 0);
+  const faults = history.faults;
+  return {
+    checks: verification.checks,
+    outputs,
+    abortedRecords: verification.abortedRecords,
+    verdict: (checks) => ({
+      failNote: scenario.timedOut ? ' The time limit was reached before all input was processed.' : '',
+      inconclusive: attempt.driver.hitTransaction(faults, verification.abortedRecords)
+        ? null
+        : `All checks held, but no fault landed inside an open transaction, so exactly-once was not really tested: grade again (another seed).`,
+      passMessage: `All ${checks.length} checks held under ${faults.length} faults (${faults.filter((f) => f.inTransaction).length} inside open transactions).`,
+    }),
+  };
+}

@@ -1,0 +1,83 @@
+/**
+ * The pipeline scenario's prepare step (and its supervisor): the lab API namespace and database (if the lab has them), the lab's topics on a whole cluster, the
+ * coordinator-log watch of no-transaction-timeouts, and the seeder's producer.
+ */
+import { labApi } from '../../api/lab-api.ts';
+import { waitForBrokers } from '../../kafka/group-wait.ts';
+import { createTopics } from '../../kafka/topics.ts';
+import { TransactionTimeoutWatch } from '../checkers/transaction-timeouts.ts';
+import { AttemptDatabase } from '../database-attempt.ts';
+import { Supervisor, supervisorPolicy } from '../supervisor.ts';
+import type { PipelineParts } from './pipeline-parts.ts';
+
+/** The supervisor of a pipeline's instances: each start, exit and IPC event goes to the history. */
+export function pipelineSupervisor(scenario: Omit<PipelineParts, 'supervisor'>): Supervisor {
+  const { attempt } = scenario;
+  const history = attempt.history;
+  return new Supervisor(
+    () => attempt.source,
+    {
+      env: (slot) => scenario.env(slot),
+      line: (instance, stream, line) => attempt.sink.line(instance.id, stream, line),
+      started: (slot) => {
+        scenario.progressTracker.lastActivityAt = Date.now();
+        history.mark('start', slot.current.id, slot.incarnation > 1 ? `incarnation ${slot.incarnation}` : undefined);
+      },
+      event: (slot, instance, event) => {
+        if (event.t === 'member') return;
+        if (instance === slot.current) slot.txnOpen = event.txnOpen;
+        // A commit is work getting done even when the group's offsets have not moved yet (a slow
+        // machine, retries after a broker restart): it keeps the settle phase from giving up early.
+        if (event.t === 'call' && (event.point === 'after:commit' || event.point === 'after:db-commit') && attempt.phase === 'settling') scenario.progressTracker.lastActivityAt = Date.now();
+        if (event.t === 'call' && event.point === 'after:commit') history.mark('commit', instance.id);
+        if (event.t === 'call' && event.point === 'after:db-commit') history.mark('commit', instance.id, 'database');
+        if (event.t === 'call' && event.point === 'after:abort') history.mark('abort', instance.id);
+        if (event.t === 'failed' && (event.op === 'commit' || event.op === 'sendOffsets')) history.mark('abort', instance.id, `${event.op} failed: ${event.error}`);
+      },
+      exited: (instance, code, signal) => history.mark('exit', instance.id, signal ? `signal ${signal}` : `code ${code}`),
+      changed: () => attempt.emitState(),
+      stopping: () => attempt.stopping,
+    },
+    supervisorPolicy((line) => attempt.sink.system(line)),
+  );
+}
+
+export async function preparePipeline(scenario: PipelineParts): Promise<void> {
+  const { attempt, lab } = scenario;
+  if (lab.api) scenario.api = (await labApi()).open(attempt.namespace);
+  // The lab's database (if any) is prepared while the topics are created.
+  const spec = lab.database;
+  const opening = spec ? AttemptDatabase.open(spec, attempt.namespace, (line) => scenario.system(line), attempt.options.databases) : null;
+  let databaseError: unknown = null;
+  try {
+    // Replication factor 3 needs every node: one killed by a fault may still be coming back
+    // (started by this process, or by another on the same cluster).
+    await attempt.maintenance.whenWhole();
+    const control = attempt.options.control;
+    if (control) {
+      const want = (await control.nodeIds()).length;
+      if (want >= 2) await waitForBrokers(attempt.kafka, want);
+    }
+    await attempt.maintenance.withShared(() =>
+      createTopics(
+        attempt.kafka,
+        lab.topics.map((t) => ({
+          topic: attempt.realTopic(t.name),
+          numPartitions: t.partitions,
+          ...(t.config ? { configEntries: Object.entries(t.config).map(([name, value]) => ({ name, value })) } : {}),
+        })),
+      ),
+    );
+    if (attempt.options.mode !== 'run' && lab.checks.includes('no-transaction-timeouts')) {
+      scenario.txnTimeouts = await TransactionTimeoutWatch.start(attempt.kafka, attempt.namespace);
+    }
+    await scenario.writer.connect();
+  } finally {
+    // Always wait for it, so shutdown() gives back a database that arrives after a failure.
+    const waitFrom = Date.now();
+    if (opening) scenario.database = await opening.catch((err) => ((databaseError = err), null));
+    // Starting an embedded database (or waiting for a free one) is not the program's time.
+    attempt.notProgramTimeMs = Date.now() - waitFrom;
+  }
+  if (databaseError) throw databaseError;
+}

@@ -1,0 +1,178 @@
+/**
+ * How far a pipeline program got: the committed inputs its group's offsets (or its database rows)
+ * cover, and for multi-stage labs whether the later stages caught up. Polled every 300 ms for the
+ * progress bar, the settle phase and the waits between faults.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Admin, Kafka } from 'kafkajs';
+import type { PipelineLab } from '../../../src/shared/lab.ts';
+import { fetchCommittedOffsets } from '../../kafka/group-offsets.ts';
+import { OffsetsProbe, type PartitionOffsets } from '../../kafka/inspect.ts';
+import type { AttemptDatabase } from '../database-attempt.ts';
+import type { SeededRecord } from '../seeder.ts';
+
+/** Multi-stage labs: how long the later stages' topics must stay unchanged before verifying. */
+const PIPELINE_QUIET_MS = 1_000;
+
+export interface ProgressSource {
+  kafka: Kafka;
+  brokers: string[];
+  lab: PipelineLab;
+  groupId: string;
+  realTopic(logical: string): string;
+  /** Every input record written so far. */
+  written(): readonly SeededRecord[];
+  database(): AttemptDatabase | null;
+  /** Whether the later stages are polled too (a grade that is running or settling). */
+  watchStages(): boolean;
+  /** The figure moved: a crash loop is broken. */
+  moved(): void;
+}
+
+export class PipelineProgress {
+  /** Committed inputs accounted for, as of the last poll. */
+  processed = 0;
+  /** When the program last showed progress (or was started). */
+  lastActivityAt = Date.now();
+  private polling = false;
+  private polls = 0;
+  private admin: Admin | null = null;
+  private probeOf: OffsetsProbe | null = null;
+  private readonly stages = { signature: '', changedAt: Date.now(), caughtUp: false, polls: 0 };
+
+  constructor(private readonly src: ProgressSource) {}
+
+  /** The attempt's offsets probe (also for "is a transaction open" of opaque programs). */
+  get probe(): OffsetsProbe {
+    return (this.probeOf ??= new OffsetsProbe(this.src.brokers));
+  }
+
+  // `processed` counts the input group's offsets: the first stage only. With internal topics the
+  // later stages may still be working when it is complete, so settling also waits for them.
+  get staged(): boolean {
+    const { topics, database } = this.src.lab;
+    // A database lab with an output topic (the outbox relay) is a later stage too: the rows show
+    // progress first, the events follow. Settling waits for the output to be quiet and committed.
+    return topics.some((t) => t.role === 'internal') || (!!database && topics.some((t) => t.role === 'output'));
+  }
+
+  get stagesCaughtUp(): boolean {
+    return this.stages.caughtUp;
+  }
+
+  /**
+   * `processed` as of now: waits for a poll that began after this call. A poll already in flight
+   * may predate a commit the program has just made, and reading it would later make that commit
+   * look like someone else's progress (a zombie's last commit taken for its replacement's first).
+   */
+  async fresh(timeoutMs = 5_000): Promise<number> {
+    const target = this.polls + 2;
+    const until = Date.now() + timeoutMs;
+    while (this.polls < target && Date.now() < until) await sleep(50);
+    return this.processed;
+  }
+
+  async poll(): Promise<void> {
+    if (this.polling) return; // the previous poll is still waiting on the broker
+    this.polling = true;
+    try {
+      // One admin client for the whole attempt: a fresh one every 300 ms cost a connection, an
+      // ApiVersions and a metadata round trip per poll, on a broker CI shares with other grades.
+      const admin = (this.admin ??= this.src.kafka.admin());
+      await admin.connect();
+      const written = this.src.written();
+      let processed = 0;
+      for (const topic of this.src.lab.topics.filter((t) => t.role === 'input')) {
+        const [offsets] = await admin.fetchOffsets({ groupId: this.src.groupId, topics: [this.src.realTopic(topic.name)] });
+        for (const p of offsets?.partitions ?? []) {
+          const committedOffset = Number(p.offset);
+          processed += written.filter((r) => r.committed && r.topic === topic.name && r.partition === p.partition && r.offset < committedOffset).length;
+        }
+      }
+      // A database lab's program may keep its offsets in the database: its rows count too.
+      const database = this.src.database();
+      if (database) {
+        const committed = written.filter((r) => r.committed);
+        processed = Math.max(processed, await database.appliedCount(committed).catch(() => 0));
+      }
+      if (processed !== this.processed) {
+        this.lastActivityAt = Date.now();
+        this.src.moved();
+      }
+      this.processed = processed;
+      if (this.staged && this.src.watchStages()) await this.pollStages(admin);
+    } catch {
+      // The broker may be restarting (a fault): keep the last figure, and connect afresh next time.
+      const broken = this.admin;
+      this.admin = null;
+      await broken?.disconnect().catch(() => {});
+    } finally {
+      this.polling = false;
+      this.polls++;
+    }
+  }
+
+  /**
+   * Reads the ends of the internal and output topics, and the offsets every consumer group of this
+   * attempt (named after GROUP_ID) committed on the internal topics. Caught up: no transaction is
+   * open, and on every internal topic some group consumes, the furthest committed offset of each
+   * partition with data is at its end (end - 1: the last entry of a transactional write is its
+   * commit marker, which no consumer commits past).
+   */
+  private async pollStages(admin: Admin): Promise<void> {
+    const topics = this.src.lab.topics.filter((t) => t.role !== 'input');
+    const ends = new Map<string, PartitionOffsets[]>();
+    let caughtUp = true;
+    for (const topic of topics) {
+      const offsets = await this.probe.offsets(this.src.realTopic(topic.name));
+      ends.set(topic.name, offsets);
+      if (offsets.some((p) => p.lso < p.hwm)) caughtUp = false;
+    }
+    const signature = JSON.stringify([...ends].map(([name, offsets]) => [name, offsets.map((p) => p.hwm)]));
+    if (signature !== this.stages.signature) {
+      this.stages.signature = signature;
+      this.stages.changedAt = Date.now();
+      this.lastActivityAt = Date.now();
+    }
+    const groups = (await admin.listGroups()).groups.map((g) => g.groupId).filter((g) => g.startsWith(this.src.groupId));
+    for (const topic of topics.filter((t) => t.role === 'internal')) {
+      const furthest = new Map<number, number>();
+      for (const groupId of groups) {
+        for (const p of await fetchCommittedOffsets(admin, groupId, this.src.realTopic(topic.name))) {
+          if (p.offset >= 0) furthest.set(p.partition, Math.max(furthest.get(p.partition) ?? -1, p.offset));
+        }
+      }
+      if (furthest.size === 0) continue; // no stage reads it through a group (a changelog, say)
+      for (const p of ends.get(topic.name)!) if (p.hwm > 0 && (furthest.get(p.partition) ?? -1) < p.hwm - 1) caughtUp = false;
+    }
+    this.stages.caughtUp = caughtUp;
+    this.stages.polls++;
+  }
+
+  /** True when every stage after the first has finished too (always true without internal topics). */
+  settled(): boolean {
+    return !this.staged || (this.stages.caughtUp && Date.now() - this.stages.changedAt >= PIPELINE_QUIET_MS);
+  }
+
+  /**
+   * After a fault: wait until the program has caught up with all input written so far, so the next
+   * fault is armed while it is idle and its crash-point count starts at a batch boundary.
+   */
+  async waitFor(target: number, timeoutMs: number): Promise<void> {
+    const until = Date.now() + Math.max(0, timeoutMs);
+    while (Date.now() < until && this.processed < target) await sleep(100);
+    // Multi-stage: the later stages too (a retried batch of the last stage, say), so the next
+    // fault does not cut short what the previous one set up. Judged by a poll that started after
+    // the first stage was done; a pipeline that never catches up costs at most 5 s here.
+    if (!this.staged || this.processed < target) return;
+    const after = this.stages.polls + 1;
+    const stagesUntil = Math.min(until, Date.now() + 5_000);
+    while (Date.now() < stagesUntil && !(this.stages.polls > after && this.stages.caughtUp)) await sleep(100);
+  }
+
+  async close(): Promise<void> {
+    await this.admin?.disconnect().catch(() => {});
+    this.admin = null;
+    await this.probeOf?.close();
+  }
+}
