@@ -155,3 +155,4 @@ export const gradeReportSchema = z
   })
   .strict();
 export type GradeReport = z.infer<typeof gradeReportSchema>;
+
