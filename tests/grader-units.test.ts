@@ -173,3 +173,16 @@ describe('report text', () => {
     expect(text).toContain('… 1 more');
   });
 });
+
+describe('fault plans of a one-instance lab with a join', () => {
+  it('puts the join last, so no later fault aims at an instance that may own no partition of its wave', () => {
+    const specs = [
+      { kind: 'kill' as const, at: ['after:db-write' as const], instance: 1, occurrence: 1 },
+      { kind: 'join' as const, at: [], instance: 1, occurrence: 1 },
+      { kind: 'kill' as const, at: ['after:db-commit' as const], instance: 1, occurrence: 1 },
+    ];
+    for (let seed = 0; seed < 30; seed++) expect(planFaults(specs, seed, { joinsLast: true }).faults.at(-1)!.kind).toBe('join');
+    const anywhere = new Set(Array.from({ length: 30 }, (_, seed) => planFaults(specs, seed).faults.findIndex((f) => f.kind === 'join')));
+    expect(anywhere.size).toBeGreaterThan(1);
+  });
+});

@@ -45,7 +45,7 @@ export interface FaultPlan {
  * crash points each one uses and on which occurrence. Broker restarts never come first, so the
  * program has made progress before the slowest fault; coordinator kills always come last.
  */
-export function planFaults(specs: FaultSpec[], seed: number): FaultPlan {
+export function planFaults(specs: FaultSpec[], seed: number, options: { joinsLast?: boolean } = {}): FaultPlan {
   const random = seededRandom(seed);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
   const faults: PlannedFault[] = specs.map((spec) => ({
@@ -63,8 +63,12 @@ export function planFaults(specs: FaultSpec[], seed: number): FaultPlan {
   }
   // Coordinator kills come last (in their seeded order). A program that cannot recover from one
   // is left stuck, alive and idle, and a later kill of the program would restart it and hide that.
-  const last = faults.filter((f) => f.kind === 'coordinator-kill');
-  const rest = faults.filter((f) => f.kind !== 'coordinator-kill');
+  // Joins too, in a lab written for one instance (options.joinsLast): after a join the input is
+  // shared by two instances, and a later fault aimed at i1 may find it owning none of its wave's
+  // partitions. The rest of the input then arrives while the group rebalances, which is the point.
+  const goesLast = (f: PlannedFault) => f.kind === 'coordinator-kill' || (!!options.joinsLast && f.kind === 'join');
+  const last = faults.filter(goesLast);
+  const rest = faults.filter((f) => !goesLast(f));
   const brokerFirst = rest[0]?.kind === 'broker-restart' && rest.length > 1;
   if (brokerFirst) rest.push(rest.shift()!);
   return { seed, faults: [...rest, ...last] };

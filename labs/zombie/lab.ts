@@ -66,10 +66,13 @@ export default defineLab({
     // pause: frozen at the crash point (a transaction open, its records sent) past the session
     // timeout, no replacement; the other instances take its partitions over and commit the same
     // records, then it wakes up. Only the transactional.id of the partition can fence it.
+    // The second pause freezes an instance between two transactions (right after a commit): a
+    // program whose frozen transaction the broker simply expires (a short transactionTimeout)
+    // still wakes up with stale batches and commits them under an id nobody fenced.
     // kill at after:commit: catches offsets committed outside the transaction.
     full: [
       { kind: 'pause', at: ['after:send', 'after:sendOffsets'], instance: 1 },
-      { kind: 'pause', at: ['after:send', 'after:sendOffsets'], instance: 2 },
+      { kind: 'pause', at: ['after:commit'], instance: 2 },
       { kind: 'kill', at: ['after:commit'], instance: 3 },
       { kind: 'kill', at: ['after:send', 'before:commit'], instance: 1 },
       { kind: 'join' },

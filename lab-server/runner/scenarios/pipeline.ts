@@ -283,7 +283,7 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
   // ---- Scenario --------------------------------------------------------------------------------
 
   plan(seed: number): void {
-    this.faultPlan = planFaults(this.attempt.options.mode === 'quick' ? this.lab.faults.quick : this.lab.faults.full, seed);
+    this.faultPlan = planFaults(this.attempt.options.mode === 'quick' ? this.lab.faults.quick : this.lab.faults.full, seed, { joinsLast: this.lab.instances === 1 });
   }
 
   async pollProgress(): Promise<void> {

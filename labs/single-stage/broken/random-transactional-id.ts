@@ -1,16 +1,15 @@
-// expect-fail: no-hanging-transactions
-// A new random transactional.id on every start: a restarted instance cannot fence its
-// predecessor, so a killed instance leaves its transaction open until the timeout (every grade
-// shows it), and a paused "zombie" commits its transaction after the replacement redid the work.
-// The duplicates that zombie leaves are usually visible too, but not when the hanging transaction
-// sits in front of them: read_committed readers, the verifier included, stop at its LSO.
+// expect-fail: no-duplicates
+// A fresh transactional.id on every start (TRANSACTIONAL_ID plus a random suffix): a restarted
+// instance cannot fence its predecessor. A killed instance's open transaction then blocks every
+// read_committed reader until the coordinator aborts it at its timeout (60 s, kafkajs's default),
+// and a paused zombie, never fenced, commits its batch after the replacement redid it: duplicates.
 import { randomUUID } from 'node:crypto';
 import { Kafka } from 'kafkajs';
 
 const kafka = new Kafka({ clientId: 'upper-case', brokers: process.env.KAFKA_BROKERS!.split(',') });
 const groupId = process.env.GROUP_ID!;
 const consumer = kafka.consumer({ groupId });
-const producer = kafka.producer({ transactionalId: `upper-case-${randomUUID()}`, idempotent: true, maxInFlightRequests: 1 });
+const producer = kafka.producer({ transactionalId: `${process.env.TRANSACTIONAL_ID}-${randomUUID()}`, idempotent: true, maxInFlightRequests: 1 });
 
 await producer.connect();
 await consumer.connect();
