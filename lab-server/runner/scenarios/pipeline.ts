@@ -415,15 +415,21 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
   }
 
   /**
-   * A program sitting on an open transaction with input waiting and nothing holding it is stuck.
-   * The next fault would restart it and hide that: let the stall reach keeps-up's bound first
-   * (or end, if the program moves again). Costs nothing for a program that is working.
+   * A program sitting on an open transaction with input waiting, and not moving, is stuck. The
+   * next fault would restart it and hide that: let the stall reach keeps-up's bound first (through
+   * any hold that is still running out), unless the program moves again. Costs nothing for a
+   * program that is working: it either holds no transaction or makes progress within a poll.
    */
   private async letStallShow(): Promise<void> {
-    const until = Math.min(this.attempt.deadline, Date.now() + STALL_BOUND_MS + 2_000);
-    for (;;) {
+    const { sessionTimeout = 30_000, rebalanceTimeout = 60_000 } = this.lab.kafkajs.consumer;
+    const holdMs = Math.min(sessionTimeout, 30_000) + Math.min(rebalanceTimeout, 30_000);
+    const until = Math.min(this.attempt.deadline, Date.now() + holdMs + STALL_BOUND_MS + 2_000);
+    const processedAtStart = this.progressTracker.processed;
+    while (Date.now() < until) {
+      if (!this.liveTransactionOpen() || this.committedWritten <= this.progressTracker.processed) return;
+      if (this.progressTracker.processed !== processedAtStart) return;
       const quiet = this.stallWatch.developingMs();
-      if (quiet === null || quiet > STALL_BOUND_MS + 1_000 || !this.liveTransactionOpen() || Date.now() >= until) return;
+      if (quiet !== null && quiet > STALL_BOUND_MS + 1_000) return;
       await sleep(200);
     }
   }
