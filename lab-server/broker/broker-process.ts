@@ -97,6 +97,11 @@ export class BrokerProcess {
   private healthState: BrokerHealthState = 'up';
   private readonly healthListeners = new Set<(state: BrokerHealthState, detail: string) => void>();
 
+  /** The JVM's pid of a node (for the supervision test's kill -9). */
+  nodePid(nodeId: number): number | undefined {
+    return this.children.get(nodeId)?.pid;
+  }
+
   get health(): BrokerHealthState {
     return this.healthState;
   }
