@@ -58,17 +58,22 @@ export class InstanceCgroup {
       // v2 hands controllers down level by level.
       let at = ROOT;
       for (const part of rel.split('/')) {
-        tryWrite(path.join(at, 'cgroup.subtree_control'), '+memory +pids +cpu');
+        // No cpu controller in v2: nested weights would make every program together weigh as one
+        // process against the host's (see the v1 cpu group below).
+        tryWrite(path.join(at, 'cgroup.subtree_control'), '+memory +pids');
         at = path.join(at, part);
         fs.mkdirSync(at, { recursive: true });
       }
       write(path.join(dir, 'memory.max'), String(limits.memoryBytes));
       tryWrite(path.join(dir, 'memory.swap.max'), '0');
       write(path.join(dir, 'pids.max'), String(limits.pids));
-      tryWrite(path.join(dir, 'cpu.weight'), String(Math.max(1, Math.round((limits.cpuShares / 1024) * 100))));
       return new InstanceCgroup(version, [dir], [path.dirname(dir)]);
     }
-    const dirs = V1_CONTROLLERS.map((c) => path.join(ROOT, c, rel));
+    // The cpu group is flat, right under the root: a nested group weighs as ONE entity against
+    // its siblings, so kafkaiq/<pid>/... would give all programs together the CPU of a single
+    // host process (a correct program then timed out under load). Flat, each instance weighs as
+    // one process with cpuShares, whatever threads it starts.
+    const dirs = V1_CONTROLLERS.map((c) => (c === 'cpu' ? path.join(ROOT, c, `${rel.replace(/\//g, '-')}`) : path.join(ROOT, c, rel)));
     for (const dir of dirs) fs.mkdirSync(dir, { recursive: true });
     const [memory, pids, cpu] = dirs as [string, string, string, string];
     write(path.join(memory, 'memory.limit_in_bytes'), String(limits.memoryBytes));
@@ -76,7 +81,7 @@ export class InstanceCgroup {
     tryWrite(path.join(memory, 'memory.memsw.limit_in_bytes'), String(limits.memoryBytes));
     write(path.join(pids, 'pids.max'), String(limits.pids));
     write(path.join(cpu, 'cpu.shares'), String(limits.cpuShares));
-    return new InstanceCgroup(version, dirs, dirs.map((d) => path.dirname(d)));
+    return new InstanceCgroup(version, dirs, dirs.filter((_, i) => V1_CONTROLLERS[i] !== 'cpu').map((d) => path.dirname(d)));
   }
 
   /** The files a launcher writes its own pid into before it execs the sandbox (so nothing starts outside). */
@@ -143,6 +148,16 @@ export function sweepStaleCgroups(): number {
       if (!/^\d+$/.test(server) || Number(server) === process.pid || alive(Number(server))) continue;
       removed += removeTree(path.join(base, server));
     }
+  }
+  // The flat cpu groups of v1: kafkaiq-<pid>-<attempt>-<instance>.
+  const cpuRoot = path.join(ROOT, 'cpu');
+  try {
+    for (const name of fs.readdirSync(cpuRoot)) {
+      const owner = /^kafkaiq-(\d+)-/.exec(name)?.[1];
+      if (owner && Number(owner) !== process.pid && !alive(Number(owner))) removed += removeTree(path.join(cpuRoot, name));
+    }
+  } catch {
+    // no v1 cpu hierarchy here
   }
   return removed;
 }

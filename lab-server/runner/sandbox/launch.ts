@@ -19,7 +19,8 @@ export interface SandboxLimits extends CgroupLimits {
 export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = {
   memoryBytes: 512 * 1024 * 1024,
   pids: 128,
-  cpuShares: 512,
+  // One normal process's weight (cgroup v1 cpu.shares): a program's threads together get no more.
+  cpuShares: 1024,
   tmpfsBytes: 64 * 1024 * 1024,
 };
 
