@@ -3,7 +3,7 @@
 # every learner program run on. A Java 17 runtime for Kafka's admin tools (kafka-transactions, the
 # reference copier).
 FROM node:22-bookworm
-RUN apt-get update && apt-get install -y --no-install-recommends openjdk-17-jre-headless && rm -rf /var/lib/apt/lists/*
+RUN apt-get update && apt-get install -y --no-install-recommends openjdk-17-jre-headless bubblewrap && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
 # patch-package applies patches/ (the kafkajs read_committed fix) in npm ci's postinstall.

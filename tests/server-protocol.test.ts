@@ -129,7 +129,7 @@ describe('WebSocket protocol', () => {
     const sessionId = newSessionId();
     client.send({ type: 'hello', protocol: 1, sessionId });
     const welcome = await client.next('welcome');
-    expect(welcome).toEqual({ type: 'welcome', protocol: 1, sessionId, brokers: 'localhost:9092', brokerFaults: true });
+    expect(welcome).toEqual({ type: 'welcome', protocol: 1, sessionId, brokers: 'localhost:9092', brokerFaults: true, broker: 'up', unsandboxed: null });
     await client.close();
   });
 

@@ -34,6 +34,9 @@ const CONTROLLER_OFFSET = 10_000;
  * Every JVM is started through ParentWatchLauncher with a pipe on stdin, so it shuts down when
  * this process dies, however it dies.
  */
+/** up: serving; restarting: a node died and is being started again; down: it could not be. */
+export type BrokerHealthState = 'up' | 'restarting' | 'down';
+
 export class BrokerProcess {
   readonly nodes: BrokerNode[];
   readonly dataDir: string;
@@ -87,6 +90,59 @@ export class BrokerProcess {
     await Promise.all(this.nodes.map((n) => this.stopNode(n.nodeId)));
   }
 
+  // ---- supervision: a node that dies on its own (kill -9, an OOM) is started again ------------
+
+  /** Nodes stopped on purpose (stop, a fault's kill): not restarted until startNode. */
+  private readonly stoppedOnPurpose = new Set<number>();
+  private healthState: BrokerHealthState = 'up';
+  private readonly healthListeners = new Set<(state: BrokerHealthState, detail: string) => void>();
+
+  /** The JVM's pid of a node (for the supervision test's kill -9). */
+  nodePid(nodeId: number): number | undefined {
+    return this.children.get(nodeId)?.pid;
+  }
+
+  get health(): BrokerHealthState {
+    return this.healthState;
+  }
+
+  /** Tells the listener each change of the broker's health (for the workbench's badge). */
+  onHealth(listener: (state: BrokerHealthState, detail: string) => void): () => void {
+    this.healthListeners.add(listener);
+    return () => this.healthListeners.delete(listener);
+  }
+
+  private setHealth(state: BrokerHealthState, detail: string): void {
+    this.healthState = state;
+    for (const listener of this.healthListeners) listener(state, detail);
+  }
+
+  private onNodeExit(node: BrokerNode, child: ChildProcess): void {
+    if (this.stoppedOnPurpose.has(node.nodeId) || this.children.get(node.nodeId) !== child || this.restarting) return;
+    const how = child.signalCode ?? `code ${child.exitCode}`;
+    this.log(`Kafka node ${node.nodeId} exited on its own (${how}): restarting it.`);
+    this.setHealth('restarting', `node ${node.nodeId} exited (${how}); restarting`);
+    void retry(
+      async (attempt) => {
+        if (this.stoppedOnPurpose.has(node.nodeId)) return;
+        if (attempt > 0) this.log(`Kafka node ${node.nodeId}: restart try ${attempt + 1}`);
+        await this.startNode(node.nodeId);
+      },
+      { retries: 8, minDelayMs: 1_000, maxDelayMs: 30_000, shouldRetry: () => !this.stoppedOnPurpose.has(node.nodeId) },
+    ).then(
+      () => {
+        if (this.isRunning()) {
+          this.log(`Kafka node ${node.nodeId} is back.`);
+          this.setHealth('up', 'restarted');
+        }
+      },
+      (err: unknown) => {
+        this.log(`Kafka node ${node.nodeId} could not be restarted: ${(err as Error).message}`);
+        this.setHealth('down', `node ${node.nodeId} could not be restarted: restart the server`);
+      },
+    );
+  }
+
   private restarting: Promise<void> | null = null;
 
   /** The grader's "broker bounce": a clean stop and start with the same data. Concurrent calls share one bounce. */
@@ -105,6 +161,7 @@ export class BrokerProcess {
   }
 
   async stopNode(nodeId: number, signal: NodeJS.Signals = 'SIGTERM', timeoutMs = 20_000): Promise<void> {
+    this.stoppedOnPurpose.add(nodeId);
     const child = this.children.get(nodeId);
     if (!child || child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -232,7 +289,9 @@ export class BrokerProcess {
     );
     fs.closeSync(out);
     child.on('error', () => {});
+    this.stoppedOnPurpose.delete(node.nodeId);
     this.children.set(node.nodeId, child);
+    child.once('exit', () => this.onNodeExit(node, child));
   }
 
   private async waitUntilReady(): Promise<void> {

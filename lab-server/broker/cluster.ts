@@ -3,6 +3,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { KafkaIqError } from '../core/errors.ts';
 import { BrokerProcess, type BrokerOptions, isKafkaAt } from './broker-process.ts';
+import type { BrokerHealth } from './health.ts';
 import { maintenanceFor } from './maintenance.ts';
 
 /**
@@ -22,6 +23,8 @@ export interface KafkaCluster {
   /** How we got it, for the start-up message. */
   origin: 'external' | 'reused' | 'started';
   control: BrokerControl | null;
+  /** Set when this process owns (and supervises) the broker. */
+  health?: BrokerHealth;
   close(): Promise<void>;
 }
 
@@ -146,6 +149,12 @@ export async function connectCluster(
     brokers: broker.brokers,
     origin: 'started',
     control: localControl(broker),
+    health: {
+      state: () => broker.health,
+      detail: () => '',
+      subscribe: (listener) => broker.onHealth(listener),
+      close: () => {},
+    },
     close: async () => {
       await stopServing();
       await broker.stop();

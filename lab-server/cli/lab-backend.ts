@@ -5,7 +5,11 @@
 import type { ClusterPool } from '../broker/cluster-pool.ts';
 import type { KafkaCluster } from '../broker/cluster.ts';
 import { KafkaIqError } from '../core/errors.ts';
+import { pollHealth } from '../broker/health.ts';
+import { installAttemptCrashGuard } from '../runner/attempt-scope.ts';
 import { createLabSession } from '../runner/lab-session.ts';
+import { sandboxStartCheck } from '../runner/sandbox/policy.ts';
+import { sweepStaleWorkDirs } from '../runner/work-dirs.ts';
 import { openAttemptStore } from '../server/attempt-store.ts';
 import { createLabServer, type LabServer } from '../server/lab-server.ts';
 
@@ -25,7 +29,7 @@ export interface LabBackend {
 
 export async function startLabBackend(options: {
   clusters: ClusterPool;
-  cluster: Pick<KafkaCluster, 'brokers' | 'control'>;
+  cluster: Pick<KafkaCluster, 'brokers' | 'control' | 'health'>;
   port: number;
   host: string;
   staticDir: string;
@@ -33,8 +37,18 @@ export async function startLabBackend(options: {
   command: string;
   /** From instructorTokenFromEnv(), read before anything starts so a bad token fails at once. */
   instructorToken: string | undefined;
+  /** Start-up lines (the sandbox, the sweep); console.log unless given. */
+  log?: (line: string) => void;
 }): Promise<LabBackend> {
   const { clusters, cluster, instructorToken } = options;
+  // Before anything listens: refuse to serve unsandboxed programs beyond loopback.
+  const sandbox = sandboxStartCheck(options.host);
+  const log = options.log ?? ((line: string) => console.log(line));
+  log(sandbox.summary);
+  const swept = sweepStaleWorkDirs();
+  if (swept.dirs || swept.cgroups) log(`Swept ${swept.dirs} work dirs and ${swept.cgroups} cgroups left by KafkaIQ servers that were killed.`);
+  installAttemptCrashGuard((line) => log(`[lab-server] ${line}`));
+  const health = cluster.health ?? pollHealth(cluster.brokers);
   const store = openAttemptStore();
   const server = await createLabServer({
     port: options.port,
@@ -42,10 +56,11 @@ export async function startLabBackend(options: {
     staticDir: options.staticDir,
     createSession: (session) => createLabSession({ ...session, cluster, clusters }),
     store,
-    cluster: { brokers: cluster.brokers.join(','), brokerFaults: cluster.control !== null },
+    cluster: { brokers: cluster.brokers.join(','), brokerFaults: cluster.control !== null, health, unsandboxed: sandbox.warning },
     instructorToken,
   }).catch((err: NodeJS.ErrnoException) => {
     store.close();
+    health.close();
     if (err.code === 'EADDRINUSE') throw new KafkaIqError('PORT_TAKEN', `Port ${options.port} is taken: stop the other program or choose another with PORT=4322 ${options.command}.`);
     throw err;
   });
@@ -54,6 +69,7 @@ export async function startLabBackend(options: {
     classView: instructorToken !== undefined,
     async close() {
       await server.close();
+      health.close();
       store.close();
     },
   };

@@ -11,6 +11,7 @@ import { describeError, KafkaIqError } from '../core/errors.ts';
 import { ROOT_DIR } from '../core/paths.ts';
 import { redactUrl } from '../db/pool.ts';
 import { CLASS_VIEW_PATH, instructorTokenFromEnv } from '../server/class-view.ts';
+import { sandboxStartCheck } from '../runner/sandbox/policy.ts';
 import { listenAddressFromEnv, startLabBackend, stopOnSignals } from './lab-backend.ts';
 
 const DIST = path.join(ROOT_DIR, 'dist');
@@ -49,6 +50,8 @@ async function main(): Promise<void> {
   const { values } = parseArgs({ options: { rebuild: { type: 'boolean', default: false }, 'no-build': { type: 'boolean', default: false } } });
   const { port, host } = listenAddressFromEnv();
   const instructorToken = instructorTokenFromEnv();
+  // At once, before a broker starts: no unsandboxed programs for anyone beyond loopback.
+  sandboxStartCheck(host);
 
   // The runtime every learner program runs on (pinned in package.json; see bin/pinned-node.mjs).
   console.log(`KafkaIQ on Node ${process.version} (pinned), ${process.platform}-${process.arch}`);

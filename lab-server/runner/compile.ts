@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
+import { builtinModules } from 'node:module';
 import path from 'node:path';
 import * as esbuild from 'esbuild';
 import type { Diagnostic } from '../../src/shared/messages.ts';
-import { KafkaIqError } from '../core/errors.ts';
+import { describeError, KafkaIqError } from '../core/errors.ts';
 import { ROOT_DIR, STATE_DIR } from '../core/paths.ts';
 
 const SHIM = path.join(ROOT_DIR, 'lab-server/runner/child/kafkajs-shim.ts');
@@ -61,7 +62,7 @@ let pgRuntimeBuild: Promise<string> | null = null;
  */
 export function pgRuntime(): Promise<string> {
   pgRuntimeBuild ??= (async () => {
-    const sources = [PG_SHIM, path.join(ROOT_DIR, 'lab-server/runner/child/protocol.ts'), path.join(ROOT_DIR, 'node_modules/pg/package.json')];
+    const sources = [PG_SHIM, path.join(ROOT_DIR, 'lab-server/runner/child/protocol.ts'), path.join(ROOT_DIR, 'lab-server/runner/child/channel.ts'), path.join(ROOT_DIR, 'node_modules/pg/package.json')];
     const digest = createHash('sha256');
     for (const file of sources) digest.update(fs.readFileSync(file));
     const outfile = path.join(RUNTIME_DIR, `pg-runtime-${digest.digest('hex').slice(0, 12)}.mjs`);
@@ -88,12 +89,65 @@ export function pgRuntime(): Promise<string> {
   return pgRuntimeBuild;
 }
 
+/** Bare package names a learner program may import; everything else must be a `node:` builtin. */
+export const ALLOWED_PACKAGES = ['kafkajs', 'pg', '@platformatic/kafka'] as const;
+type AllowedPackage = (typeof ALLOWED_PACKAGES)[number];
+
+/** The file name each runtime has next to program.mjs (a symlink here, a read-only bind in the sandbox). */
+const RUNTIME_FILE: Record<AllowedPackage, string> = {
+  kafkajs: 'kafkajs-runtime.mjs',
+  pg: 'pg-runtime.mjs',
+  '@platformatic/kafka': 'platformatic-kafka-runtime.mjs',
+};
+
+const RUNTIME_OF: Record<AllowedPackage, () => Promise<string>> = {
+  kafkajs: kafkajsRuntime,
+  pg: pgRuntime,
+  '@platformatic/kafka': platformaticRuntime,
+};
+
+let platformaticBuild: Promise<string> | null = null;
+
+/**
+ * @platformatic/kafka, when the project has it, bundled once into one file like the others (no
+ * wrapper: its calls are not instrumented). Without it, importing it is a compile error that says so.
+ */
+function platformaticRuntime(): Promise<string> {
+  platformaticBuild ??= (async () => {
+    const manifest = path.join(ROOT_DIR, 'node_modules/@platformatic/kafka/package.json');
+    if (!fs.existsSync(manifest)) throw new KafkaIqError('COMPILE_FAILED', "'@platformatic/kafka' is not installed on this server: use kafkajs");
+    const digest = createHash('sha256').update(fs.readFileSync(manifest)).digest('hex').slice(0, 12);
+    const outfile = path.join(RUNTIME_DIR, `platformatic-kafka-runtime-${digest}.mjs`);
+    if (!fs.existsSync(outfile)) {
+      fs.mkdirSync(RUNTIME_DIR, { recursive: true });
+      const tmp = `${outfile}.${process.pid}.tmp`;
+      await esbuild.build({
+        stdin: { contents: "export * from '@platformatic/kafka';", resolveDir: ROOT_DIR, loader: 'js' },
+        bundle: true,
+        platform: 'node',
+        format: 'esm',
+        target: 'node22',
+        outfile: tmp,
+        banner: { js: REQUIRE_BANNER },
+        logLevel: 'silent',
+      });
+      fs.renameSync(tmp, outfile);
+    }
+    return outfile;
+  })();
+  platformaticBuild.catch(() => (platformaticBuild = null));
+  return platformaticBuild;
+}
+
 export interface CompiledProgram {
   file: string;
-  /** Folders the program may read (its own folder and the kafkajs runtime). */
+  /** Folders the program may read (its own folder and the runtimes') when it runs without the sandbox. */
   readDirs: string[];
   warnings: Diagnostic[];
 }
+
+/** Limits of one compile: learner code is hostile until proven otherwise. */
+export const COMPILE_LIMITS = { maxSourceBytes: 256 * 1024, maxOutputBytes: 4 * 1024 * 1024, timeoutMs: 10_000 };
 
 const toDiagnostic = (m: esbuild.Message, severity: Diagnostic['severity']): Diagnostic => ({
   line: m.location?.line ?? 1,
@@ -102,44 +156,112 @@ const toDiagnostic = (m: esbuild.Message, severity: Diagnostic['severity']): Dia
   severity,
 });
 
+const BUILTINS = new Set(builtinModules);
+
+/** Why an import is refused, or null when it is allowed. */
+function refusal(specifier: string, kind: esbuild.ImportKind, attributes: Record<string, string>): string | null {
+  if (Object.keys(attributes).length) return `import attributes (with { ${Object.keys(attributes).join(', ')} }) are not allowed: import '${specifier}' without them`;
+  if (kind !== 'import-statement' && kind !== 'dynamic-import' && kind !== 'require-call') return `'${specifier}' cannot be loaded this way (${kind})`;
+  if ((ALLOWED_PACKAGES as readonly string[]).includes(specifier)) return null;
+  if (specifier.startsWith('node:') ? BUILTINS.has(specifier.slice(5)) : BUILTINS.has(specifier)) return null;
+  if (/^(\.|\/|[A-Za-z]:|file:)/.test(specifier) || specifier.includes('*')) {
+    return `'${specifier}' is refused: your program is this one file; it may import only ${ALLOWED_PACKAGES.join(', ')} and node: builtins`;
+  }
+  return `'${specifier}' is not available here: import only ${ALLOWED_PACKAGES.join(', ')} and node: builtins`;
+}
+
+/** An empty folder: esbuild resolves the learner's imports from here, so nothing of the server can match. */
+const EMPTY_DIR = path.join(RUNTIME_DIR, 'empty');
+
 /**
- * Turns the learner's TypeScript into one runnable ESM file in `dir`. Syntax errors stop here
+ * Turns the learner's TypeScript into one runnable ESM file in `dir`, reading nothing but the
+ * learner's code: every import goes through the allow-list (refusals name the line), no file is
+ * ever loaded from disk, and the build has a time limit and an output cap. Syntax errors stop here
  * with the first error's line in the message; type errors are the editor's business and never
  * block a run.
  */
 export async function compileProgram(code: string, dir: string): Promise<CompiledProgram> {
-  const runtime = await kafkajsRuntime();
+  if (Buffer.byteLength(code) > COMPILE_LIMITS.maxSourceBytes) {
+    throw compileFailure([{ text: `the program is larger than ${COMPILE_LIMITS.maxSourceBytes / 1024} KB`, location: null } as unknown as esbuild.Message]);
+  }
+  fs.mkdirSync(EMPTY_DIR, { recursive: true });
   const outfile = path.join(dir, 'program.mjs');
+  const used = new Map<AllowedPackage, string>();
+  let context: esbuild.BuildContext | null = null;
+  let timer: NodeJS.Timeout | undefined;
   try {
-    const result = await esbuild.build({
-      stdin: { contents: code, loader: 'ts', sourcefile: 'program.ts', resolveDir: ROOT_DIR },
+    context = await esbuild.context({
+      stdin: { contents: code, loader: 'ts', sourcefile: 'program.ts', resolveDir: EMPTY_DIR },
       bundle: true,
+      write: false,
       platform: 'node',
       format: 'esm',
       target: 'node20',
-      outfile,
+      // Built as if in the empty folder, so names in the source map and comments are just 'program.ts'.
+      absWorkingDir: EMPTY_DIR,
+      outfile: path.join(EMPTY_DIR, 'program.mjs'),
       sourcemap: 'inline',
       sourcesContent: false,
       banner: { js: REQUIRE_BANNER },
       logLevel: 'silent',
       plugins: [
         {
-          name: 'kafkajs-runtime',
+          name: 'learner-isolation',
           setup(build) {
-            build.onResolve({ filter: /^kafkajs$/ }, () => ({ path: runtime, external: true }));
-            // 'pg' resolves to the project's pg with the SQL crash points (same folder as the kafkajs runtime).
-            build.onResolve({ filter: /^pg$/ }, async () => ({ path: await pgRuntime(), external: true }));
+            build.onResolve({ filter: /.*/ }, async (args) => {
+              const why = refusal(args.path, args.kind, args.with ?? {});
+              if (why) return { errors: [{ text: why }] };
+              const pkg = (ALLOWED_PACKAGES as readonly string[]).includes(args.path) ? (args.path as AllowedPackage) : null;
+              if (!pkg) return { path: args.path, external: true };
+              try {
+                used.set(pkg, await RUNTIME_OF[pkg]());
+              } catch (err) {
+                return { errors: [{ text: describeError(err) }] };
+              }
+              return { path: `./${RUNTIME_FILE[pkg]}`, external: true };
+            });
+            // Nothing is read from disk for learner code: every import above is external or refused.
+            build.onLoad({ filter: /.*/ }, (args) => ({ errors: [{ text: `'${path.basename(args.path)}' cannot be read: your program is this one file` }] }));
           },
         },
       ],
     });
-    return { file: outfile, readDirs: [dir, path.dirname(runtime)], warnings: result.warnings.map((w) => toDiagnostic(w, 'warning')) };
+    const build = context.rebuild();
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        void context?.cancel();
+        reject(new KafkaIqError('COMPILE_FAILED', `program.ts: compiling took longer than ${COMPILE_LIMITS.timeoutMs / 1000} s`));
+      }, COMPILE_LIMITS.timeoutMs);
+    });
+    const result = await Promise.race([build, timeout]);
+    const output = result.outputFiles?.[0];
+    if (!output) throw new KafkaIqError('COMPILE_FAILED', 'program.ts: the compiler produced no output');
+    if (output.contents.byteLength > COMPILE_LIMITS.maxOutputBytes) {
+      throw new KafkaIqError('COMPILE_FAILED', `program.ts: the compiled program is larger than ${COMPILE_LIMITS.maxOutputBytes / 1024 / 1024} MB`);
+    }
+    fs.writeFileSync(outfile, output.contents);
+    // Each runtime the program imports sits next to it under a fixed name (the sandbox binds the same names).
+    for (const [pkg, runtime] of used) {
+      const link = path.join(dir, RUNTIME_FILE[pkg]);
+      fs.rmSync(link, { force: true });
+      fs.symlinkSync(runtime, link);
+    }
+    return { file: outfile, readDirs: [dir, RUNTIME_DIR], warnings: result.warnings.map((w) => toDiagnostic(w, 'warning')) };
   } catch (err) {
-    const errors = (err as esbuild.BuildFailure).errors ?? [];
-    const first = errors[0];
-    const where = first?.location ? `program.ts:${first.location.line}:${first.location.column + 1}` : 'program.ts';
-    const failure = new KafkaIqError('COMPILE_FAILED', `${where}: ${first?.text ?? 'the program could not be compiled'}`);
-    (failure as KafkaIqError & { diagnostics?: Diagnostic[] }).diagnostics = errors.map((e) => toDiagnostic(e, 'error'));
-    throw failure;
+    if (err instanceof KafkaIqError) throw err;
+    throw compileFailure((err as esbuild.BuildFailure).errors ?? []);
+  } finally {
+    clearTimeout(timer);
+    await context?.dispose();
   }
+}
+
+function compileFailure(errors: esbuild.Message[]): KafkaIqError {
+  const first = errors[0];
+  // esbuild expands a template-literal import into a glob, which matches nothing in the empty folder.
+  if (first && /^Could not resolve .*\*/.test(first.text)) first.text = `${first.text}: paths (and globs) are refused; your program is this one file`;
+  const where = first?.location ? `program.ts:${first.location.line}:${first.location.column + 1}` : 'program.ts';
+  const failure = new KafkaIqError('COMPILE_FAILED', `${where}: ${first?.text ?? 'the program could not be compiled'}`);
+  (failure as KafkaIqError & { diagnostics?: Diagnostic[] }).diagnostics = errors.map((e) => toDiagnostic(e, 'error'));
+  return failure;
 }

@@ -15,6 +15,9 @@ import { createAttempt } from './attempt.ts';
 import type { Attempt, AttemptMode } from './types.ts';
 
 const MAX_CONSUMED = 500;
+/** Longest key or value shown by `consume`: a program's 1 MB record must not become a 500 MB answer. */
+const MAX_SHOWN_CHARS = 2_000;
+const shown = (text: string | null) => (text && text.length > MAX_SHOWN_CHARS ? `${text.slice(0, MAX_SHOWN_CHARS)} … [${text.length} characters]` : text);
 
 export interface LabSessionOptions {
   sessionId: string;
@@ -221,7 +224,8 @@ export class LabSession implements LabSessionApi {
         const r = byOffset.get(offset);
         const status: ConsumedRecord['status'] = !r ? 'marker' : committedAt.has(`${p.partition}/${offset}`) ? 'committed' : offset >= p.lso ? 'open' : 'aborted';
         if (isolation === 'read_committed' && (status === 'aborted' || status === 'open')) continue;
-        records.push({ partition: p.partition, offset, key: r?.key ?? null, value: r?.value ?? null, status });
+        if (records.length > MAX_CONSUMED) break;
+        records.push({ partition: p.partition, offset, key: shown(r?.key ?? null), value: shown(r?.value ?? null), status });
       }
     }
     return { records: records.slice(0, MAX_CONSUMED), truncated: records.length > MAX_CONSUMED };

@@ -23,7 +23,9 @@ import { compileProgram } from './compile.ts';
 import type { ManualFault } from './contract.ts';
 import { driverFor, type ProgramDriver } from './driver/index.ts';
 import { randomSeed } from './fault-plan.ts';
+import { attemptScope } from './attempt-scope.ts';
 import { History } from './history.ts';
+import { createWorkDir } from './work-dirs.ts';
 import { OutputSink } from './output-sink.ts';
 import type { ProgramSource } from './program-instance.ts';
 import type { Supervisor } from './supervisor.ts';
@@ -106,7 +108,7 @@ export class AttemptLifecycle implements Attempt {
     this.groupId = `${options.namespace}-group`;
     this.kafka = createKafka(options.brokers, `kafkaiq-grader-${options.namespace}`);
     this.maintenance = maintenanceFor(options.brokers);
-    this.workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kafkaiq-'));
+    this.workDir = createWorkDir();
     this.sink = new OutputSink((instance, stream, line) => options.listener.output(instance, stream, line), this.workDir);
     this.history = new History(() => this.elapsed());
     this.scenario = scenario(this);
@@ -163,10 +165,28 @@ export class AttemptLifecycle implements Attempt {
     return !stopped;
   }
 
+  private crashedWith: (err: unknown) => void = () => {};
+  /** Rejects when an error escaped from this attempt's work into the event loop (attempt-scope.ts). */
+  private readonly crashed = new Promise<never>((_, reject) => (this.crashedWith = reject));
+
+  /** Ends the attempt because of an error nobody caught: the grade ends with an `error` verdict. */
+  fail(err: unknown): void {
+    this.crashedWith(err);
+    this.requestStop();
+  }
+
+  /** Runs the attempt's work in its scope, ended early by an escaped error. */
+  private scoped(work: () => Promise<void>): Promise<void> {
+    this.crashed.catch(() => {}); // observed through the race below
+    return attemptScope.run(this, () => Promise.race([work(), this.crashed]));
+  }
+
   async run(): Promise<void> {
     try {
-      await this.begin();
-      await this.scenario.playFree();
+      await this.scoped(async () => {
+        await this.begin();
+        await this.scenario.playFree();
+      });
     } finally {
       await this.shutdown();
     }
@@ -176,16 +196,18 @@ export class AttemptLifecycle implements Attempt {
     const seed = this.options.seed ?? randomSeed();
     this.scenario.plan(seed);
     const startedAtIso = new Date().toISOString();
-    let report: GradeReport;
+    let report: GradeReport | null = null;
     try {
-      await this.begin();
-      await this.scenario.play();
-      this.phase = 'verifying';
-      this.emitProgress();
-      const outcome = await this.scenario.collect();
-      const checks = selectLabChecks(this.lab.definition.checks, outcome.checks);
-      const { verdict, message } = decideVerdict({ checks, ...outcome.verdict(checks) });
-      report = this.report(seed, startedAtIso, verdict, message, checks, outcome);
+      await this.scoped(async () => {
+        await this.begin();
+        await this.scenario.play();
+        this.phase = 'verifying';
+        this.emitProgress();
+        const outcome = await this.scenario.collect();
+        const checks = selectLabChecks(this.lab.definition.checks, outcome.checks);
+        const { verdict, message } = decideVerdict({ checks, ...outcome.verdict(checks) });
+        report = this.report(seed, startedAtIso, verdict, message, checks, outcome);
+      });
     } catch (err) {
       const infrastructure = !(err instanceof KafkaIqError) || err.isInfrastructure;
       const compile = err instanceof KafkaIqError && err.code === 'COMPILE_FAILED';
@@ -201,7 +223,7 @@ export class AttemptLifecycle implements Attempt {
     } finally {
       await this.shutdown();
     }
-    return report;
+    return report!;
   }
 
   manualFault(kind: ManualFault, instanceId?: string): Promise<void> {

@@ -1,7 +1,11 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import readline from 'node:readline';
-import type { ChildEvent, RunnerCommand } from './child/protocol.ts';
+import type { Socket } from 'node:net';
+import os from 'node:os';
+import { CHANNEL_FD_ENV, type ChildEvent, type RunnerCommand } from './child/protocol.ts';
+import { BoundedLineSplitter, DEFAULT_LINE_LIMITS } from './line-splitter.ts';
+import { InstanceSandbox } from './sandbox/launch.ts';
+import { sandboxPolicy } from './sandbox/policy.ts';
 
 /** How a learner program is started: our compiled bundle, or an instructor's command. */
 export type ProgramSource =
@@ -45,11 +49,18 @@ const linuxTools = process.platform === 'linux' && {
   prlimit: spawnSync('prlimit', ['--version']).status === 0,
 };
 
+/** The runner's end of the channel to the wrapper is this file descriptor in the child. */
+const CHANNEL_FD = 3;
+/** The longest channel message read (an event is a few hundred bytes). */
+const CHANNEL_LIMITS = { maxLineBytes: 64 * 1024, maxTotalBytes: 256 * 1024 * 1024 };
+
 /**
- * One OS process of a learner program. The process gets its own process group (so a command's
- * whole tree can be signalled), dies with us (IPC disconnect in the wrapper; PR_SET_PDEATHSIG
- * where setpriv exists), and runs with Node's permission model: reads only its bundle, writes
- * only its temp dir, no child processes.
+ * One OS process of a learner program. A compiled bundle runs in its own sandbox
+ * (sandbox/launch.ts: bubblewrap, a cgroup, the grader's relay) when this host has one, and under
+ * Node's permission model either way: reads only its bundle, writes only its temp dir, no child
+ * processes, no workers. Its output and channel are read through bounded line splitters, so no
+ * output can grow the server's memory. It dies with us (the channel closes; PR_SET_PDEATHSIG
+ * where setpriv exists; bwrap's --die-with-parent).
  */
 export class ProgramInstance extends EventEmitter<{
   line: [stream: 'stdout' | 'stderr', line: string];
@@ -59,6 +70,7 @@ export class ProgramInstance extends EventEmitter<{
   state: InstanceState = 'starting';
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   private readonly child: ChildProcess;
+  private readonly sandbox: InstanceSandbox | null;
 
   constructor(
     readonly id: string,
@@ -68,18 +80,42 @@ export class ProgramInstance extends EventEmitter<{
     limits: InstanceLimits = DEFAULT_INSTANCE_LIMITS,
   ) {
     super();
-    const argv = commandLine(source, limits);
-    this.child = spawn(argv[0]!, argv.slice(1), {
-      cwd: source.kind === 'bundle' ? source.writeDir : source.cwd,
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...(source.kind === 'command' && process.env.JAVA_HOME ? { JAVA_HOME: process.env.JAVA_HOME } : {}), ...env },
-      stdio: ['ignore', 'pipe', 'pipe', ...(source.kind === 'bundle' ? (['ipc'] as const) : [])],
-      detached: true,
-    });
+    const policy = source.kind === 'bundle' ? sandboxPolicy() : null;
+    const channelEnv: Record<string, string> = source.kind === 'bundle' ? { [CHANNEL_FD_ENV]: String(CHANNEL_FD) } : {};
+    this.sandbox =
+      source.kind === 'bundle' && policy?.sandboxed
+        ? new InstanceSandbox(policy.runtime, { file: source.file, group: groupName(source.writeDir), instance: `${id}-${incarnation}-${process.hrtime.bigint()}`, nodeArgs: (inside) => nodeArgs(inside.program, [inside.program.replace(/\/[^/]+$/, ''), inside.relay], inside.tmp, limits, inside.relay) }, { ...env, ...channelEnv })
+        : null;
+    const argv = this.sandbox ? withCpuLimit(this.sandbox.argv, limits) : commandLine(source, limits);
+    const baseEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin', ...(source.kind === 'command' && process.env.JAVA_HOME ? { JAVA_HOME: process.env.JAVA_HOME } : {}) };
+    try {
+      this.child = spawn(argv[0]!, argv.slice(1), {
+        cwd: this.sandbox ? this.sandbox.cwd : source.kind === 'bundle' ? source.writeDir : source.cwd,
+        env: this.sandbox ? { PATH: '/usr/bin:/bin', ...this.sandbox.env } : { ...baseEnv, ...channelEnv, ...env },
+        stdio: ['ignore', 'pipe', 'pipe', ...(source.kind === 'bundle' ? (['pipe'] as const) : [])],
+        detached: true,
+      });
+    } catch (err) {
+      void this.sandbox?.dispose();
+      throw err;
+    }
+    this.sandbox?.attach(this.child.pid);
     this.exited = new Promise((resolve) => {
-      this.child.once('exit', (code, signal) => {
-        this.state = 'exited';
-        this.emit('exit', code, signal);
-        resolve({ code, signal });
+      this.child.once('exit', (exitCode, exitSignal) => {
+        let [code, signal] = [exitCode, exitSignal];
+        // bwrap reports a program killed by a signal as 128 + the signal's number.
+        if (this.sandbox && !signal && code !== null && code > 128 && code < 128 + 65) {
+          const number = code - 128;
+          const name = Object.entries(os.constants.signals).find(([, n]) => n === number)?.[0] as NodeJS.Signals | undefined;
+          if (name) [code, signal] = [null, name];
+        }
+        const done = () => {
+          this.state = 'exited';
+          this.emit('exit', code, signal);
+          resolve({ code, signal });
+        };
+        if (this.sandbox) void this.sandbox.dispose().then(done, done);
+        else done();
       });
     });
     this.child.once('error', () => {});
@@ -87,9 +123,22 @@ export class ProgramInstance extends EventEmitter<{
       if (this.state === 'starting') this.state = 'running';
     });
     for (const stream of ['stdout', 'stderr'] as const) {
-      readline.createInterface({ input: this.child[stream]!, crlfDelay: Infinity }).on('line', (line) => this.emit('line', stream, line));
+      const splitter = new BoundedLineSplitter(
+        (line, cut) => this.emit('line', stream, cut ? `${line} … [line cut at ${DEFAULT_LINE_LIMITS.maxLineBytes} bytes]` : line),
+        DEFAULT_LINE_LIMITS,
+        () => this.emit('line', 'stderr', `[${stream} is over ${DEFAULT_LINE_LIMITS.maxTotalBytes / 1024 / 1024} MB: the rest is discarded]`),
+      );
+      this.child[stream]!.on('data', (chunk: Buffer) => splitter.push(chunk)).on('end', () => splitter.end());
     }
-    this.child.on('message', (msg) => this.emit('event', msg as ChildEvent));
+    const channel = this.child.stdio[CHANNEL_FD] as Socket | undefined;
+    if (channel) {
+      const splitter = new BoundedLineSplitter((line, cut) => {
+        if (cut) return;
+        const event = parseEvent(line);
+        if (event) this.emit('event', event);
+      }, CHANNEL_LIMITS);
+      channel.on('data', (chunk: Buffer) => splitter.push(chunk)).on('error', () => {});
+    }
     if (source.kind === 'command' && this.child.pid) watchGroup(this.child.pid);
   }
 
@@ -101,12 +150,19 @@ export class ProgramInstance extends EventEmitter<{
     return this.state !== 'exited';
   }
 
+  /** Whether this instance runs in a bubblewrap sandbox. */
+  get sandboxed(): boolean {
+    return this.sandbox !== null;
+  }
+
   send(command: RunnerCommand): void {
-    if (this.child.connected) this.child.send(command);
+    const channel = this.child.stdio[CHANNEL_FD] as Socket | undefined;
+    if (channel && !channel.destroyed && channel.writable) channel.write(`${JSON.stringify(command)}\n`);
   }
 
   signal(signal: NodeJS.Signals): void {
     if (!this.alive || !this.child.pid) return;
+    if (this.sandbox) return this.sandbox.signal(signal);
     try {
       process.kill(-this.child.pid, signal);
     } catch {
@@ -159,19 +215,47 @@ function commandLine(source: ProgramSource, limits: InstanceLimits): string[] {
   if (linuxTools && linuxTools.setpriv) guard.push('setpriv', '--pdeathsig', 'KILL', '--');
   if (linuxTools && linuxTools.prlimit) guard.push('prlimit', `--cpu=${limits.cpuSeconds}`, '--');
   if (source.kind === 'command') return [...guard, '/bin/sh', '-c', `exec ${source.command}`];
+  return [...guard, process.execPath, ...nodeArgs(source.file, source.readDirs, source.writeDir, limits)];
+}
+
+/** The sandbox's command line with the CPU-time limit (inherited by bwrap and the program). */
+function withCpuLimit(argv: string[], limits: InstanceLimits): string[] {
+  if (!(linuxTools && linuxTools.prlimit)) return argv;
+  return ['prlimit', `--cpu=${limits.cpuSeconds}`, '--', ...argv];
+}
+
+/** Node's flags for a learner bundle, inside or outside the sandbox. */
+function nodeArgs(file: string, readDirs: string[], writeDir: string, limits: InstanceLimits, preload?: string): string[] {
   return [
-    ...guard,
-    process.execPath,
     // Node's permission model (stable since Node 22); since Node 25 it also gates the network,
-    // which a Kafka client needs.
+    // which a Kafka client needs. No --allow-child-process, no --allow-worker.
     '--permission',
     '--allow-net',
-    ...source.readDirs.map((dir) => `--allow-fs-read=${dir}`),
-    `--allow-fs-write=${source.writeDir}`,
+    ...readDirs.map((dir) => `--allow-fs-read=${dir}`),
+    `--allow-fs-write=${writeDir}`,
     '--disable-warning=ExperimentalWarning',
+    '--disable-sigusr1',
     '--enable-source-maps',
     `--max-old-space-size=${limits.memoryMb}`,
     '--unhandled-rejections=strict',
-    source.file,
+    ...(preload ? ['--import', preload] : []),
+    file,
   ];
+}
+
+/** The cgroup name shared by an attempt's instances: its work dir (unique per attempt). */
+function groupName(writeDir: string): string {
+  return writeDir.replace(/^\/+/, '').replace(/\//g, '_');
+}
+
+const EVENT_KINDS = new Set(['call', 'failed', 'hit', 'member']);
+
+/** One channel line as an event; anything else (a program writing to the channel itself) is dropped. */
+function parseEvent(line: string): ChildEvent | null {
+  try {
+    const value = JSON.parse(line) as { t?: unknown };
+    return value && typeof value === 'object' && EVENT_KINDS.has(value.t as string) ? (value as ChildEvent) : null;
+  } catch {
+    return null; // not JSON: not ours
+  }
 }

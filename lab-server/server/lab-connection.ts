@@ -10,6 +10,8 @@ import { clientMessageSchema, PROTOCOL_VERSION, type ClientMessage, type ServerM
 import { parseWithFriendlyErrors } from '../../src/shared/validate.ts';
 import type { GradeReport } from '../../src/shared/report.ts';
 import type { AttemptStore } from './attempt-store.ts';
+import { boundReport } from './bounded-report.ts';
+import type { BrokerHealth, BrokerHealthState } from '../broker/health.ts';
 
 export type CreateSession = (options: { sessionId: string; listener: SessionListener }) => LabSessionApi;
 
@@ -18,6 +20,10 @@ export interface ClusterInfo {
   brokers: string;
   /** False on an external cluster, where the server cannot restart brokers. */
   brokerFaults: boolean;
+  /** The broker's health (the server supervises its own broker; others are polled). */
+  health?: BrokerHealth;
+  /** null when learner programs run sandboxed; else the notice the workbench shows. */
+  unsandboxed?: string | null;
 }
 
 export interface ConnectionDeps {
@@ -108,6 +114,11 @@ export class LabConnection {
     }
   }
 
+  /** The broker's health changed: tell this learner (only after welcome, as every message). */
+  brokerState(state: BrokerHealthState, detail: string): void {
+    if (this.session) this.send({ type: 'broker', state, detail });
+  }
+
   private async hello(sessionId: string): Promise<void> {
     if (this.session || this.helloPending) throw new KafkaIqError('INVALID_INPUT', 'This connection already said hello');
     this.helloPending = true;
@@ -122,7 +133,8 @@ export class LabConnection {
       }
       if (this.disposed) return;
       this.session = this.deps.createSession({ sessionId, listener: this.listener() });
-      this.send({ type: 'welcome', protocol: PROTOCOL_VERSION, sessionId, ...this.deps.cluster });
+      const { brokers, brokerFaults, health, unsandboxed } = this.deps.cluster;
+      this.send({ type: 'welcome', protocol: PROTOCOL_VERSION, sessionId, brokers, brokerFaults, broker: health?.state() ?? 'up', unsandboxed: unsandboxed ?? null });
     } finally {
       this.helloPending = false;
     }
@@ -141,7 +153,8 @@ export class LabConnection {
     }
   }
 
-  private finishGrade(report: GradeReport): void {
+  private finishGrade(full: GradeReport): void {
+    const report = boundReport(full);
     const sessionId = this.requireSessionId();
     try {
       this.deps.store.save(sessionId, report);

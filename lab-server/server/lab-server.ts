@@ -123,6 +123,11 @@ export async function createLabServer(options: LabServerOptions): Promise<LabSer
     });
   }
 
+  const unsubscribeHealth = options.cluster.health?.subscribe((state, detail) => {
+    log(`broker ${state}${detail ? `: ${detail}` : ''}`);
+    for (const connection of connections) connection.brokerState(state, detail);
+  });
+
   // Browsers that vanish (sleep, network change) never send a close frame; pings find them.
   const keepalive = setInterval(() => {
     for (const connection of connections) {
@@ -151,6 +156,7 @@ export async function createLabServer(options: LabServerOptions): Promise<LabSer
     url: `http://${hostForUrl}:${address.port}`,
     async close() {
       clearInterval(keepalive);
+      unsubscribeHealth?.();
       const all = [...connections];
       for (const connection of all) connection.socket.close(1001, 'Lab server is shutting down');
       await Promise.all(all.map((connection) => connection.dispose()));

@@ -87,6 +87,9 @@ export type InspectCommand = z.infer<typeof inspectMessageSchema>['command'];
 
 // ---- server -> client ------------------------------------------------------------------------
 
+/** up: serving; restarting: it died and is being started again; down: it could not be restarted. */
+export const BROKER_STATES = ['up', 'restarting', 'down'] as const;
+
 export const welcomeMessageSchema = z
   .object({
     type: z.literal('welcome'),
@@ -94,8 +97,19 @@ export const welcomeMessageSchema = z
     sessionId: z.string(),
     brokers: z.string().describe('Bootstrap address, for display'),
     brokerFaults: z.boolean().describe('Whether broker restarts can be injected (false on an external cluster)'),
+    broker: z.enum(BROKER_STATES).describe("The broker's health now (see the broker message)"),
+    unsandboxed: z.string().nullable().describe('null when learner programs run in the sandbox; otherwise why they do not'),
   })
   .strict();
+
+export const brokerStateMessageSchema = z
+  .object({
+    type: z.literal('broker'),
+    state: z.enum(BROKER_STATES),
+    detail: z.string().describe('What happened, for the badge (e.g. "node 1 exited (SIGKILL); restarting")'),
+  })
+  .strict()
+  .describe('The broker the server supervises changed state: it restarts by itself, with backoff');
 
 export const outputMessageSchema = z
   .object({
@@ -238,6 +252,7 @@ export const errorMessageSchema = z
 
 export const serverMessageSchema = z.discriminatedUnion('type', [
   welcomeMessageSchema,
+  brokerStateMessageSchema,
   outputMessageSchema,
   diagnosticsMessageSchema,
   progressMessageSchema,

@@ -30,11 +30,15 @@ function serverEnv(): NodeJS.ProcessEnv {
 }
 
 /** Runs `npm start`'s (or `npm run dev`'s) entry point on a free port. */
-export function startCourseServer(brokers: string[], entry: keyof typeof ENTRIES = 'start'): Promise<CourseServer> {
+export function startCourseServer(
+  brokers: string[],
+  entry: keyof typeof ENTRIES = 'start',
+  options: { args?: string[]; env?: Record<string, string> } = {},
+): Promise<CourseServer & { pid: number }> {
   const log: string[] = [];
-  const child: ChildProcess = spawn(process.execPath, ['--disable-sigusr1', '--import', 'tsx', ENTRIES[entry].file], {
+  const child: ChildProcess = spawn(process.execPath, ['--disable-sigusr1', '--import', 'tsx', ENTRIES[entry].file, ...(options.args ?? [])], {
     cwd: ROOT_DIR,
-    env: { ...serverEnv(), PORT: '0', KAFKA_BROKERS: brokers.join(',') },
+    env: { ...serverEnv(), PORT: '0', KAFKA_BROKERS: brokers.join(','), ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const stop = async () => {
@@ -47,7 +51,7 @@ export function startCourseServer(brokers: string[], entry: keyof typeof ENTRIES
     const onLine = (line: string) => {
       log.push(line);
       const ready = ENTRIES[entry].ready.exec(line);
-      if (ready) resolve({ url: ready[1]!, log, stop });
+      if (ready) resolve({ url: ready[1]!, log, stop, pid: child.pid! });
     };
     readline.createInterface({ input: child.stdout! }).on('line', onLine);
     readline.createInterface({ input: child.stderr! }).on('line', onLine);

@@ -8,6 +8,7 @@
  *  - crash points around the global fetch (fetch-shim.ts), for labs that call an HTTP API.
  */
 import * as real from 'kafkajs-real';
+import { runnerChannel } from './channel.ts';
 import type { ArmAction, ChildEvent, InstrumentedOp, RunnerCommand } from './protocol.ts';
 import { DEFAULTS_ENV } from './protocol.ts';
 import type { CrashPoint } from '../../../src/shared/report.ts';
@@ -19,12 +20,11 @@ const defaults: { consumer?: Record<string, unknown>; producer?: Record<string, 
 
 let armed: { point: CrashPoint; action: ArmAction; remaining: number; topic?: string } | null = null;
 let releasePaused: (() => void) | null = null;
-const send = (event: ChildEvent) => {
-  if (process.connected) process.send!(event);
-};
+const channel = runnerChannel();
+const send = (event: ChildEvent) => channel?.send(event);
 
-if (process.send) {
-  process.on('message', (msg: RunnerCommand) => {
+if (channel) {
+  channel.onCommand((msg: RunnerCommand) => {
     if (msg.t === 'arm') armed = { point: msg.point, action: msg.action, remaining: msg.occurrence, ...(msg.topic ? { topic: msg.topic } : {}) };
     else if (msg.t === 'disarm') armed = null;
     else if (msg.t === 'continue') {
@@ -32,10 +32,6 @@ if (process.send) {
       releasePaused = null;
     }
   });
-  // The IPC channel closes when the runner dies: follow it at once.
-  process.on('disconnect', () => process.exit(70));
-  // Keep the channel from holding the program open on its own.
-  (process as Any).channel?.unref?.();
 }
 
 class InjectedBrokerError extends real.KafkaJSError {

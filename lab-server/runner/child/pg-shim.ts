@@ -16,6 +16,7 @@
  */
 import * as realModule from 'pg-real';
 import type { CrashPoint } from '../../../src/shared/report.ts';
+import { runnerChannel } from './channel.ts';
 import type { ArmAction, ChildEvent, RunnerCommand } from './protocol.ts';
 
 type Any = any; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -24,12 +25,11 @@ const real: Any = (realModule as Any).default ?? realModule;
 
 let armed: { point: CrashPoint; action: ArmAction; remaining: number } | null = null;
 let releasePaused: (() => void) | null = null;
-const send = (event: ChildEvent) => {
-  if (process.connected) process.send!(event);
-};
+const channel = runnerChannel();
+const send = (event: ChildEvent) => channel?.send(event);
 
-if (process.send) {
-  process.on('message', (msg: RunnerCommand) => {
+if (channel) {
+  channel.onCommand((msg: RunnerCommand) => {
     if (msg.t === 'arm') armed = msg.point.includes(':db-') ? { point: msg.point, action: msg.action, remaining: msg.occurrence } : null;
     else if (msg.t === 'disarm') armed = null;
     else if (msg.t === 'continue') {
@@ -37,8 +37,6 @@ if (process.send) {
       releasePaused = null;
     }
   });
-  process.on('disconnect', () => process.exit(70));
-  (process as Any).channel?.unref?.();
 }
 
 /**

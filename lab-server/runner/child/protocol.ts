@@ -31,3 +31,6 @@ export type RunnerCommand =
 
 /** The env variable through which the runtime passes the lab's kafkajs defaults. */
 export const DEFAULTS_ENV = 'KAFKAIQ_KAFKAJS_DEFAULTS';
+
+/** The env variable naming the file descriptor of the runner's channel (channel.ts). */
+export const CHANNEL_FD_ENV = 'KAFKAIQ_CHANNEL_FD';

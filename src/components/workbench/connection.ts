@@ -7,16 +7,18 @@
  * does not match the protocol is logged and dropped, never allowed to break the UI.
  */
 import type { z } from 'zod';
-import { PROTOCOL_VERSION, serverMessageSchema, type clientMessageSchema, type ServerMessage } from '../../shared/messages.ts';
+import { PROTOCOL_VERSION, serverMessageSchema, type BROKER_STATES, type clientMessageSchema, type ServerMessage } from '../../shared/messages.ts';
 import { parseWithFriendlyErrors } from '../../shared/validate.ts';
 import { sessionId } from './storage.ts';
 
 /** What the browser sends: fields with a server-side default may be left out. */
+type BrokerState = (typeof BROKER_STATES)[number];
+
 export type OutgoingMessage = z.input<typeof clientMessageSchema>;
 
 export type ConnectionState =
   | { kind: 'connecting'; attempt: number }
-  | { kind: 'open'; brokers: string; brokerFaults: boolean }
+  | { kind: 'open'; brokers: string; brokerFaults: boolean; broker: BrokerState; brokerDetail: string; unsandboxed: string | null }
   | { kind: 'waiting'; retryInMs: number; reason: string }
   /** Another tab took this session over; reconnecting would take it back and ping-pong forever. */
   | { kind: 'taken-over' };
@@ -94,7 +96,9 @@ export class LabConnection {
       if (!message) return;
       if (message.type === 'welcome') {
         this.failures = 0;
-        this.setState({ kind: 'open', brokers: message.brokers, brokerFaults: message.brokerFaults });
+        this.setState({ kind: 'open', brokers: message.brokers, brokerFaults: message.brokerFaults, broker: message.broker, brokerDetail: '', unsandboxed: message.unsandboxed });
+      } else if (message.type === 'broker' && this.current.kind === 'open') {
+        this.setState({ ...this.current, broker: message.state, brokerDetail: message.detail });
       }
       for (const subscriber of this.subscribers) subscriber.message(message, subscriber === this.lastSender);
     });

@@ -15,14 +15,21 @@ export function createConnectionBadge(onReconnect: () => void): ConnectionBadge 
   return {
     element,
     update(state) {
-      element.dataset.state = state.kind;
+      element.dataset.state = state.kind === 'open' && state.broker !== 'up' ? 'waiting' : state.kind;
       retry.hidden = state.kind === 'open' || state.kind === 'connecting';
       switch (state.kind) {
         case 'connecting':
           text.textContent = state.attempt > 1 ? `Connecting to the lab server (try ${state.attempt})…` : 'Connecting to the lab server…';
           break;
         case 'open':
-          text.textContent = `Connected · broker ${state.brokers}`;
+          text.textContent =
+            state.broker === 'up'
+              ? `Connected · broker ${state.brokers}`
+              : state.broker === 'restarting'
+                ? `Connected · broker ${state.brokers} is restarting${state.brokerDetail ? ` (${state.brokerDetail})` : ''}…`
+                : `Connected · broker ${state.brokers} is down${state.brokerDetail ? ` (${state.brokerDetail})` : ''}`;
+          if (state.unsandboxed) text.textContent += ` · ⚠ ${state.unsandboxed}`;
+          element.title = state.unsandboxed ?? '';
           break;
         case 'waiting':
           text.textContent = `Offline: ${state.reason}; retrying in ${Math.round(state.retryInMs / 1000)} s`;

@@ -1,0 +1,143 @@
+/**
+ * The grader's relay: the only way out of a sandbox's network namespace. The program's env names
+ * its endpoints (KAFKA_BROKERS, its database URL, its lab API URL, ...); for each one the relay
+ * listens on a Unix socket the sandbox sees, and inside the sandbox a tiny forwarder
+ * (inner-relay.mjs) listens on that same address on the namespace's loopback. Bytes are copied
+ * as they are, in both directions: nothing is parsed (Kafka's SASL and any TLS pass through).
+ * Every other address answers "connection refused": the namespace has nothing else.
+ *
+ * The relay is also the one place a per-attempt network fault (a cut connection) can be injected.
+ */
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { KafkaIqError } from '../../core/errors.ts';
+
+export interface Endpoint {
+  /** As the program's env names it (an IP literal or a host name). */
+  host: string;
+  port: number;
+}
+
+/** What the forwarder inside the sandbox listens on, and where it sends each connection. */
+export interface RelayedEndpoint extends Endpoint {
+  /** The loopback address inside the namespace (the host's own for loopback names, 127.0.1.N for a name). */
+  listenHost: string;
+  /** The Unix socket, as the sandbox sees it. */
+  socket: string;
+}
+
+const DEFAULT_PORTS: Record<string, number> = { 'http:': 80, 'https:': 443, 'postgres:': 5432, 'postgresql:': 5432 };
+const HOST_PORT = /^\[?([A-Za-z0-9.:-]+?)\]?:(\d{1,5})$/;
+/** At most this many connections at once per endpoint: a program cannot exhaust the server's descriptors. */
+const MAX_CONNECTIONS_PER_ENDPOINT = 64;
+
+/**
+ * The endpoints an instance's env names: comma-separated host:port lists (KAFKA_BROKERS) and URLs
+ * with a host (a database, an HTTP API). Generic on purpose: whatever env an attempt gives its
+ * program, the addresses in it are exactly what the sandbox can reach.
+ */
+export function endpointsFromEnv(env: Record<string, string>): Endpoint[] {
+  const found = new Map<string, Endpoint>();
+  const add = (host: string, port: number) => {
+    if (port > 0 && port < 65536) found.set(`${host}:${port}`, { host: host.toLowerCase(), port });
+  };
+  for (const value of Object.values(env)) {
+    if (value.length > 4096) continue;
+    const parts = value.split(',').map((p) => p.trim());
+    if (parts.every((p) => HOST_PORT.test(p))) {
+      for (const p of parts) {
+        const [, host, port] = HOST_PORT.exec(p)!;
+        add(host!, Number(port));
+      }
+      continue;
+    }
+    if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) continue;
+    try {
+      const url = new URL(value);
+      const port = url.port ? Number(url.port) : DEFAULT_PORTS[url.protocol];
+      if (url.hostname && port) add(url.hostname.replace(/^\[|\]$/g, ''), port);
+    } catch {
+      // Not a URL after all (a JSON value, say): not an endpoint.
+    }
+  }
+  return [...found.values()];
+}
+
+const isLoopbackIp = (host: string) => /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host) || host === '::1';
+const isIp = (host: string) => net.isIP(host) !== 0;
+
+/** The address inside the namespace for each endpoint, and the hosts file that makes names point there. */
+export function planRelay(endpoints: Endpoint[], socketDir: string): { relayed: RelayedEndpoint[]; hostsFile: string } {
+  const names = new Map<string, string>([['localhost', '127.0.0.1']]);
+  const relayed = endpoints.map((e, i) => {
+    let listenHost: string;
+    if (isLoopbackIp(e.host)) listenHost = e.host;
+    else if (isIp(e.host)) {
+      throw new KafkaIqError(
+        'INVALID_INPUT',
+        `The sandbox relays loopback addresses and host names, not ${e.host}:${e.port}: name that host (e.g. in /etc/hosts) in KAFKA_BROKERS / DATABASE_URL, or run with KAFKAIQ_SANDBOX=off on a single-learner machine.`,
+      );
+    } else {
+      if (!names.has(e.host)) names.set(e.host, `127.0.1.${names.size}`);
+      listenHost = names.get(e.host)!;
+    }
+    return { ...e, listenHost, socket: path.join(socketDir, `s${i}.sock`) };
+  });
+  const hostsFile = [...names].map(([name, ip]) => `${ip}\t${name}`).join('\n') + '\n::1\tlocalhost ip6-localhost\n';
+  return { relayed, hostsFile };
+}
+
+/** The host side: one Unix socket per endpoint, each connection copied to the real address. */
+export class HostRelay {
+  private readonly servers: net.Server[] = [];
+  private readonly sockets = new Set<net.Socket>();
+
+  /**
+   * `hostDir` is where the sockets live on the host; the sandbox binds it at `path.dirname(socket)`.
+   * Synchronous: a Unix socket is bound when listen() returns, so the sandbox can start right away.
+   */
+  static openSync(relayed: RelayedEndpoint[], hostDir: string, owner: { uid: number; gid: number } | null): HostRelay {
+    const relay = new HostRelay();
+    try {
+      for (const endpoint of relayed) relay.listen(endpoint, path.join(hostDir, path.basename(endpoint.socket)), owner);
+    } catch (err) {
+      relay.close();
+      throw err;
+    }
+    return relay;
+  }
+
+  private listen(endpoint: RelayedEndpoint, file: string, owner: { uid: number; gid: number } | null): void {
+    const server = net.createServer((inside) => {
+      const outside = net.connect({ host: endpoint.host, port: endpoint.port });
+      this.sockets.add(inside);
+      this.sockets.add(outside);
+      const end = () => {
+        inside.destroy();
+        outside.destroy();
+        this.sockets.delete(inside);
+        this.sockets.delete(outside);
+      };
+      inside.on('error', end).on('close', end);
+      outside.on('error', end).on('close', end);
+      inside.pipe(outside);
+      outside.pipe(inside);
+    });
+    server.maxConnections = MAX_CONNECTIONS_PER_ENDPOINT;
+    // A bind error shows up as connections refused inside the sandbox; the program reports those.
+    server.on('error', () => {});
+    server.listen(file);
+    server.unref();
+    this.servers.push(server);
+    if (!fs.existsSync(file)) throw new KafkaIqError('INTERNAL', `the sandbox relay could not listen on ${path.basename(file)}`);
+    fs.chmodSync(file, 0o600);
+    if (owner) fs.chownSync(file, owner.uid, owner.gid);
+  }
+
+  close(): void {
+    for (const server of this.servers) server.close();
+    for (const socket of this.sockets) socket.destroy();
+    this.sockets.clear();
+  }
+}
