@@ -10,7 +10,8 @@ import { retry } from '../core/retry.ts';
 import { createKafka } from '../kafka/client.ts';
 import { ensureBrokerJars } from './jars.ts';
 import { findJava } from './java.ts';
-import { serverProperties, type BrokerNode } from './server-properties.ts';
+import { BROKER_USER, GRADER_USER, kafkaSecret, passwordFor, secretFile } from '../kafka/credentials.ts';
+import { serverProperties, type BrokerNode, type BrokerSecurity } from './server-properties.ts';
 
 export type { BrokerNode } from './server-properties.ts';
 
@@ -189,8 +190,12 @@ export class BrokerProcess {
     const clusterIdFile = path.join(this.dataDir, 'cluster-id');
     if (!fs.existsSync(clusterIdFile)) fs.writeFileSync(clusterIdFile, randomBytes(16).toString('base64url'));
     const clusterId = fs.readFileSync(clusterIdFile, 'utf8').trim();
+    kafkaSecret(); // creates the secret on a first start
+    const security: BrokerSecurity = { secretFile: path.resolve(secretFile()), brokerUser: BROKER_USER, brokerPassword: passwordFor(BROKER_USER), superUsers: [BROKER_USER, GRADER_USER] };
     for (const node of this.nodes) {
-      fs.writeFileSync(this.configPath(node.nodeId), serverProperties(this.nodes, (id) => this.nodeDir(id), node));
+      // 0600: the file holds the brokers' own password.
+      fs.rmSync(this.configPath(node.nodeId), { force: true });
+      fs.writeFileSync(this.configPath(node.nodeId), serverProperties(this.nodes, (id) => this.nodeDir(id), node, security), { mode: 0o600 });
       if (fs.existsSync(path.join(this.nodeDir(node.nodeId), 'meta.properties'))) continue;
       const result = spawnSync(
         javaCommand,

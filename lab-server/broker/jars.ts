@@ -11,8 +11,11 @@ const STAMP = path.join(BROKER_LIB_DIR, '.pom-sha256');
 
 function pomDigest(): string {
   const pom = fs.readFileSync(path.join(BROKER_DIR, 'pom.xml'));
-  const launcher = fs.readFileSync(path.join(BROKER_DIR, 'src/main/java/dev/kafkaiq/broker/ParentWatchLauncher.java'));
-  return createHash('sha256').update(pom).update(launcher).digest('hex');
+  const hash = createHash('sha256').update(pom);
+  // Every class of ours (launcher, SASL callback handler, quota callback, client-config agent).
+  const sources = path.join(BROKER_DIR, 'src/main/java/dev/kafkaiq/broker');
+  for (const file of fs.readdirSync(sources).filter((f) => f.endsWith('.java')).sort()) hash.update(file).update(fs.readFileSync(path.join(sources, file)));
+  return hash.digest('hex');
 }
 
 export function brokerJarsReady(): boolean {

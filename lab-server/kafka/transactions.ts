@@ -4,6 +4,7 @@ import { promisify } from 'node:util';
 import { KafkaIqError } from '../core/errors.ts';
 import { BROKER_LIB_DIR } from '../core/paths.ts';
 import { findJava } from '../broker/java.ts';
+import { graderClientProperties } from './credentials.ts';
 
 const run = promisify(execFile);
 
@@ -22,7 +23,7 @@ async function transactionsCommand(brokers: string[], args: string[]): Promise<s
   try {
     const { stdout } = await run(
       java.command,
-      ['-Xmx128m', '-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC', '-cp', path.join(BROKER_LIB_DIR, '*'), 'org.apache.kafka.tools.TransactionsCommand', '--bootstrap-server', brokers.join(','), ...args],
+      ['-Xmx128m', '-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC', '-cp', path.join(BROKER_LIB_DIR, '*'), 'org.apache.kafka.tools.TransactionsCommand', '--bootstrap-server', brokers.join(','), '--command-config', graderClientProperties(), ...args],
       { timeout: 30_000, maxBuffer: 4 * 1024 * 1024 },
     );
     return stdout;

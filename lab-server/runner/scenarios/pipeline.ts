@@ -205,6 +205,7 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
       INSTANCE_ID: `i${slot}`,
       ...(this.database ? { DATABASE_URL: this.database.url } : {}),
       KAFKAJS_NO_PARTITIONER_WARNING: '1',
+      ...this.attempt.tenancyEnv(),
       [DEFAULTS_ENV]: JSON.stringify(this.lab.kafkajs),
       ...(this.api && this.lab.api ? { [this.lab.api.env]: this.api.baseUrl } : {}),
     };
