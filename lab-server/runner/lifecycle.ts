@@ -39,6 +39,8 @@ export interface Outcome {
   verdict: (checks: readonly CheckResult[]) => Omit<VerdictInput, 'checks'>;
   outputs: number;
   abortedRecords: number;
+  /** Checks of the grade's integrity (output-log-intact), judged whatever the lab lists. */
+  integrity?: CheckResult[];
 }
 
 export interface ProgressFigures {
@@ -222,7 +224,7 @@ export class AttemptLifecycle implements Attempt {
       this.phase = 'verifying';
       this.emitProgress();
       const outcome = await this.scenario.collect();
-      const checks = selectLabChecks(this.lab.definition.checks, outcome.checks);
+      const checks = [...selectLabChecks(this.lab.definition.checks, outcome.checks), ...(outcome.integrity ?? [])];
       const { verdict, message } = decideVerdict({ checks, ...outcome.verdict(checks) });
       report = this.report(seed, startedAtIso, verdict, message, checks, outcome);
     } catch (err) {

@@ -22,6 +22,8 @@ export const CHECK_NAMES = [
   'no-lost-effects',
   'effects-correct',
   'no-transaction-timeouts',
+  // Grading integrity, judged in every grade: the output still starts at offset 0.
+  'output-log-intact',
 ] as const;
 export const checkNameSchema = z.enum(CHECK_NAMES).describe('A named property the grader verifies after the run');
 export type CheckName = z.infer<typeof checkNameSchema>;

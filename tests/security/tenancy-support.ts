@@ -48,9 +48,16 @@ export interface AttackResult {
  * Runs an attack program (tests/security/attacks/NAME.ts, victim names filled in) as a Run of the
  * single-stage lab and returns the RESULT line it prints.
  */
-export async function runAttack(brokers: string[], name: string, victimNamespace: string, timeoutMs = 40_000): Promise<AttackResult & { output: string[] }> {
+export async function runAttack(
+  brokers: string[],
+  name: string,
+  victimNamespace: string,
+  fill: Record<string, string> = {},
+  timeoutMs = 40_000,
+): Promise<AttackResult & { output: string[] }> {
   const lab = await loadLab('single-stage');
-  const code = fs.readFileSync(path.join(ROOT_DIR, 'tests/security/attacks', `${name}.ts`), 'utf8').replaceAll('__VICTIM_NS__', victimNamespace);
+  let code = fs.readFileSync(path.join(ROOT_DIR, 'tests/security/attacks', `${name}.ts`), 'utf8').replaceAll('__VICTIM_NS__', victimNamespace);
+  for (const [placeholder, value] of Object.entries(fill)) code = code.replaceAll(placeholder, value);
   const lines: string[] = [];
   const attempt = createAttempt({ lab, program: { kind: 'code', code }, brokers, control: null, namespace: namespace('attacker'), mode: 'run', listener: listener(lines) });
   const done = attempt.run();
