@@ -277,12 +277,16 @@ export class AttemptLifecycle implements Attempt {
   private report(seed: number, startedAt: string, verdict: Verdict, message: string, checks: GradeReport['checks'], outcome: Outcome | null): GradeReport {
     this.phase = 'done';
     this.emitProgress();
+    // A seed the caller chose is a replay (same faults, same input): good for debugging, but its
+    // outcome could be known in advance, so it never counts as passing the lab.
+    const replay = this.options.seed !== undefined;
     return {
       version: REPORT_VERSION,
       lab: this.lab.id,
       verdict,
-      message,
+      message: replay ? `${message} (Replay of seed ${seed}: not counted toward passed labs.)` : message,
       seed,
+      ...(replay ? { replay: true } : {}),
       quick: this.options.mode === 'quick',
       startedAt,
       checks,

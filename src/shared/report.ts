@@ -122,6 +122,7 @@ export const gradeReportSchema = z
     verdict: verdictSchema,
     message: z.string().describe('One line explaining the verdict'),
     seed: z.number().int().describe('Replays the same fault plan with --seed'),
+    replay: z.boolean().optional().describe('True when the caller chose the seed: a replay, never counted toward passed labs'),
     quick: z.boolean(),
     startedAt: z.string().describe('ISO time'),
     checks: z.array(checkResultSchema),
