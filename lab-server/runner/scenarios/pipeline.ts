@@ -15,6 +15,7 @@ import type { TransactionTimeoutWatch } from '../checkers/transaction-timeouts.t
 import type { AttemptDatabase } from '../database-attempt.ts';
 import type { Slot, Supervisor } from '../supervisor.ts';
 import { DEFAULTS_ENV } from '../child/protocol.ts';
+import { brokerSeesOpenTransaction } from '../../kafka/open-transaction.ts';
 import type { ManualFault } from '../contract.ts';
 import type { AimedHit } from '../driver/contract.ts';
 import { planFaults, type FaultPlan, type PlannedFault } from '../fault-plan.ts';
@@ -146,13 +147,9 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
     this.attempt.history.mark('wave', 'grader', `${wave.reduce((n, t) => n + t.records.length, 0)} records`);
   }
 
-  /** For programs without our wrapper: was a transaction open? The broker knows (LSO < HWM). */
-  async brokerSaysTransactionOpen(): Promise<boolean | null> {
-    try {
-      return await this.progressTracker.probe.transactionOpen(this.lab.topics.filter((t) => t.role === 'output').map((t) => this.realTopic(t.name)));
-    } catch {
-      return null; // the broker did not say (a restart): unknown
-    }
+  /** Was a transaction open? The broker knows (LSO < HWM on a topic the program writes). */
+  brokerSaysTransactionOpen(): Promise<boolean | null> {
+    return brokerSeesOpenTransaction(this.progressTracker.probe, this.lab.topics.filter((t) => t.role !== 'input').map((t) => this.realTopic(t.name)));
   }
 
   /**
@@ -171,10 +168,14 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
     await Promise.race([leave, sleep(3_000)]);
   }
 
-  recordFault(fault: { kind: FaultKind }, instance: string, event: (Pick<AimedHit, 'point' | 'txnOpen'> & { aimedAt?: string }) | null, txnOpen: boolean | null, note?: string): FaultRecord {
+  recordFault(fault: { kind: FaultKind }, instance: string, event: (Pick<AimedHit, 'point' | 'txnOpen'> & { aimedAt?: string; unconfirmed?: boolean }) | null, txnOpen: boolean | null, note?: string): FaultRecord {
     // A crash point aimed at one stage: say which, so the learner can place the evidence.
     const aimed = event?.aimedAt ? `in the transaction writing ${this.lab.topics.find((t) => t.name === event.aimedAt)?.env ?? event.aimedAt}` : undefined;
     if (aimed) note = note ? `${aimed}; ${note}` : aimed;
+    if (event?.unconfirmed) {
+      const unconfirmed = 'the program reported an open transaction, but the broker showed none (LSO = high watermark): not counted as inside one';
+      note = note ? `${note}; ${unconfirmed}` : unconfirmed;
+    }
     const record: FaultRecord = {
       atMs: this.attempt.elapsed(),
       kind: fault.kind,
