@@ -167,7 +167,7 @@ export class BrokerProcess {
   private async assertPortsFree(node: BrokerNode): Promise<void> {
     for (const port of [node.port, node.controllerPort]) {
       if (!(await portAnswers(port))) continue;
-      const kafka = port === node.port && (await isKafkaAt(`127.0.0.1:${port}`));
+      const kafka = port === node.port && ((await isKafkaAt(`127.0.0.1:${port}`)) || (await isKafkaAt(`127.0.0.1:${port}`, 3_000, { plaintext: true })));
       throw new KafkaIqError(
         'PORT_TAKEN',
         kafka
@@ -378,12 +378,14 @@ export function portAnswers(port: number, host = '127.0.0.1'): Promise<boolean> 
   });
 }
 
-/** True when a Kafka broker answers metadata at the address. */
-export async function isKafkaAt(address: string, timeoutMs = 3_000): Promise<boolean> {
+/** True when a Kafka broker answers metadata at the address (with the grader's SASL login, unless plaintext). */
+export async function isKafkaAt(address: string, timeoutMs = 3_000, options: { plaintext?: boolean } = {}): Promise<boolean> {
   const admin = createKafka([address], 'kafkaiq-probe', {
     connectionTimeout: timeoutMs,
     requestTimeout: timeoutMs,
     retry: { retries: 0 },
+    // Only to tell "a plaintext Kafka" from "no Kafka" in an error message.
+    ...(options.plaintext ? { sasl: undefined } : {}),
   }).admin();
   try {
     await admin.connect();

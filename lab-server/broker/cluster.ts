@@ -128,9 +128,13 @@ export async function connectCluster(
   if (external) {
     const brokers = external.split(',').map((b) => b.trim()).filter(Boolean);
     if (!(await isKafkaAt(brokers[0]!))) {
+      // A Kafka that answers without SASL is one KafkaIQ cannot wall tenants off on.
+      const plaintext = await isKafkaAt(brokers[0]!, 3_000, { plaintext: true });
       throw new KafkaIqError(
         'BROKER_UNREACHABLE',
-        `No Kafka answers at KAFKA_BROKERS=${external}: start that cluster, or unset KAFKA_BROKERS to let KafkaIQ start its own broker.`,
+        plaintext
+          ? `The Kafka at KAFKA_BROKERS=${external} has a plaintext listener without authentication: KafkaIQ needs SASL/PLAIN with per-attempt users (README, Tenancy), or unset KAFKA_BROKERS to let KafkaIQ start its own broker.`
+          : `No Kafka answers at KAFKA_BROKERS=${external} (or it refused KafkaIQ's login): start that cluster, check KAFKAIQ_KAFKA_SECRET_FILE, or unset KAFKA_BROKERS to let KafkaIQ start its own broker.`,
       );
     }
     const shared = new BrokerProcess(options);

@@ -286,7 +286,8 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
         output: (instance, stream, line) => attempt.sink.line(instance, stream, line),
       });
     }
-    const transactions = planSeedTransactions(this.lab);
+    // The input is drawn from the grade's seed too (seeder.ts): it cannot be known in advance.
+    const transactions = planSeedTransactions(this.lab, this.faultPlan?.seed);
     // One wave per fault, a spare per fault for the "after a send" fallback, one for the zombie's
     // replacement to chew on, and a last one. A fault must never find the input used up.
     // Several instances also get a warm-up wave (see below).
