@@ -147,7 +147,8 @@ export class AttemptLifecycle implements Attempt {
     // A throughput lab's program also runs in two measurement namespaces under this one.
     const namespaces = [this.namespace, ...(definition.kind === 'pipeline' && definition.throughput ? [`${this.namespace}-base`, `${this.namespace}-speed`] : [])];
     const writes = definition.topics.filter((t) => t.role !== 'input').flatMap((t) => namespaces.map((ns) => `${ns}-${t.name}`));
-    this.identity = await grantAttempt(
+    // Like the grader's other Kafka work: not while a broker restart of another grade is under way.
+    this.identity = await this.maintenance.withShared(() => grantAttempt(
       this.kafka,
       this.options.brokers,
       {
@@ -159,7 +160,7 @@ export class AttemptLifecycle implements Attempt {
         expiresAtMs: Date.now() + 2 * this.limitMs + 15 * 60_000,
       },
       this.realTopic(definition.topics[0]!.name),
-    );
+    ));
   }
 
   /** The compiled program's driver (instrumented, or opaque for `--cmd`); set once compiled. */
