@@ -10,7 +10,9 @@ import { Kafka } from 'kafkajs';
 const kafka = new Kafka({ clientId: 'upper-case', brokers: process.env.KAFKA_BROKERS!.split(',') });
 const groupId = process.env.GROUP_ID!;
 const consumer = kafka.consumer({ groupId });
-const producer = kafka.producer({ transactionalId: `upper-case-${randomUUID()}`, idempotent: true, maxInFlightRequests: 1 });
+// Still inside the attempt's namespace (the broker allows no other transactional ids), but a new
+// one on every start.
+const producer = kafka.producer({ transactionalId: `${process.env.TRANSACTIONAL_ID!}-${randomUUID()}`, idempotent: true, maxInFlightRequests: 1 });
 
 await producer.connect();
 await consumer.connect();
