@@ -6,6 +6,7 @@ import type { ClusterPool } from '../broker/cluster-pool.ts';
 import type { KafkaCluster } from '../broker/cluster.ts';
 import { KafkaIqError } from '../core/errors.ts';
 import { createLabSession } from '../runner/lab-session.ts';
+import { limitsFromEnv, singleUserLoopback } from '../server/admission.ts';
 import { openAttemptStore } from '../server/attempt-store.ts';
 import { createLabServer, type LabServer } from '../server/lab-server.ts';
 
@@ -42,8 +43,11 @@ export async function startLabBackend(options: {
     staticDir: options.staticDir,
     createSession: (session) => createLabSession({ ...session, cluster, clusters }),
     store,
-    cluster: { brokers: cluster.brokers.join(','), brokerFaults: cluster.control !== null },
+    // A manual broker restart breaks every grade on the cluster: only on a private, single-user server.
+    cluster: { brokers: cluster.brokers.join(','), brokerFaults: cluster.control !== null && singleUserLoopback(options.host) },
     instructorToken,
+    allowMissingOrigin: process.env.KAFKAIQ_ALLOW_NO_ORIGIN === '1',
+    limits: limitsFromEnv(),
   }).catch((err: NodeJS.ErrnoException) => {
     store.close();
     if (err.code === 'EADDRINUSE') throw new KafkaIqError('PORT_TAKEN', `Port ${options.port} is taken: stop the other program or choose another with PORT=4322 ${options.command}.`);

@@ -2,6 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import readline from 'node:readline';
 import type { ChildEvent, RunnerCommand } from './child/protocol.ts';
+import { parseChildEvent } from './child/event-schema.ts';
 
 /** How a learner program is started: our compiled bundle, or an instructor's command. */
 export type ProgramSource =
@@ -89,7 +90,15 @@ export class ProgramInstance extends EventEmitter<{
     for (const stream of ['stdout', 'stderr'] as const) {
       readline.createInterface({ input: this.child[stream]!, crlfDelay: Infinity }).on('line', (line) => this.emit('line', stream, line));
     }
-    this.child.on('message', (msg) => this.emit('event', msg as ChildEvent));
+    // Untrusted: the program can send anything over its IPC channel. Bounded and parsed; a
+    // flood of messages or a malformed one is dropped (and the 10,000th ends the channel).
+    let dropped = 0;
+    this.child.on('message', (msg) => {
+      const event = parseChildEvent(msg);
+      if (event) return void this.emit('event', event);
+      if (++dropped === 1) this.emit('line', 'stderr', 'kafkaiq: dropped a malformed message on the grader channel (a program must not use process.send)');
+      if (dropped >= 10_000) this.child.disconnect?.();
+    });
     if (source.kind === 'command' && this.child.pid) watchGroup(this.child.pid);
   }
 

@@ -30,11 +30,15 @@ function serverEnv(): NodeJS.ProcessEnv {
 }
 
 /** Runs `npm start`'s (or `npm run dev`'s) entry point on a free port. */
-export function startCourseServer(brokers: string[], entry: keyof typeof ENTRIES = 'start'): Promise<CourseServer> {
+export function startCourseServer(
+  brokers: string[],
+  entry: keyof typeof ENTRIES = 'start',
+  extra: { args?: string[]; env?: Record<string, string> } = {},
+): Promise<CourseServer> {
   const log: string[] = [];
-  const child: ChildProcess = spawn(process.execPath, ['--disable-sigusr1', '--import', 'tsx', ENTRIES[entry].file], {
+  const child: ChildProcess = spawn(process.execPath, ['--disable-sigusr1', '--import', 'tsx', ENTRIES[entry].file, ...(extra.args ?? [])], {
     cwd: ROOT_DIR,
-    env: { ...serverEnv(), PORT: '0', KAFKA_BROKERS: brokers.join(',') },
+    env: { ...serverEnv(), PORT: '0', KAFKA_BROKERS: brokers.join(','), ...extra.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const stop = async () => {
