@@ -14,7 +14,7 @@ import { ProgramInstance } from '../lab-server/runner/program-instance.ts';
 import type { ChildEvent } from '../lab-server/runner/child/protocol.ts';
 import { checkPipelineOutput, readPipelineOutput } from '../lab-server/runner/checkers/pipeline-output.ts';
 import type { SeededRecord } from '../lab-server/runner/seeder.ts';
-import { testKafka, uniqueName } from './support/kafka.ts';
+import { testKafka, testProgramSaslEnv, uniqueName } from './support/kafka.ts';
 
 const kafka = testKafka('multi-stage-grading');
 const brokers = inject('brokers');
@@ -64,6 +64,7 @@ async function runArmed(topicFilter: 'A' | 'B' | null): Promise<{ lines: string[
   const compiled = await compileProgram(TWO_STAGES, dir);
   const instance = new ProgramInstance('i1', 1, { kind: 'bundle', file: compiled.file, readDirs: compiled.readDirs, writeDir: dir }, {
     KAFKA_BROKERS: brokers.join(','),
+    ...testProgramSaslEnv(),
     TOPIC_A: topics.A,
     TOPIC_B: topics.B,
     TX: uniqueName('two-stages-tx'),

@@ -81,7 +81,8 @@ class TestClient {
   }
 
   static async connect(sessionId?: string): Promise<TestClient> {
-    const client = new TestClient(`ws://127.0.0.1:${server.port}/ws`);
+    // A browser's Origin: the server refuses a WebSocket without one (admission.ts).
+    const client = new TestClient(`ws://127.0.0.1:${server.port}/ws`, { Origin: `http://127.0.0.1:${server.port}` });
     await new Promise<void>((resolve, reject) => {
       client.ws.once('open', () => resolve());
       client.ws.once('error', reject);

@@ -18,6 +18,7 @@
  * are answered late), `api-error` (a 5xx, nothing applied) and `api-timeout` (the effect IS applied
  * and stored under its key, but the answer is held until the client gives up).
  */
+import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { send } from './http.ts';
@@ -62,11 +63,14 @@ export class LabApiServer {
   /** Opens an attempt's namespace; its base URL is `<origin>/a/<name>`. */
   open(name: string): ApiNamespace {
     if (!NAMESPACE_PATTERN.test(name)) throw new Error(`Invalid lab API namespace "${name}"`);
-    if (this.namespaces.has(name)) throw new Error(`Lab API namespace "${name}" is already open`);
-    const ns = new ApiNamespace(name, `${this.origin}/a/${name}`, (closed) => {
-      if (this.namespaces.get(closed.name) === closed) this.namespaces.delete(closed.name);
+    if ([...this.namespaces.values()].some((ns) => ns.name === name)) throw new Error(`Lab API namespace "${name}" is already open`);
+    // The path segment is the namespace plus a secret of its own: namespaces follow a pattern
+    // another attempt could guess, 128 random bits it cannot. The URL is the attempt's credential.
+    const key = `${name}.${randomBytes(16).toString('base64url')}`;
+    const ns = new ApiNamespace(name, `${this.origin}/a/${key}`, (closed) => {
+      if (this.namespaces.get(key) === closed) this.namespaces.delete(key);
     });
-    this.namespaces.set(name, ns);
+    this.namespaces.set(key, ns);
     return ns;
   }
 
@@ -94,7 +98,7 @@ export class LabApiServer {
       req.resume();
       return send(res, 404, {
         error: 'unknown_namespace',
-        message: `No lab API namespace "${segments[1]}": it belonged to an attempt that has ended, or the URL is wrong. Use the API_URL your program was given.`,
+        message: 'No such lab API namespace: it belonged to an attempt that has ended, or the URL is wrong. Use the API_URL your program was given.',
       });
     }
     const chunks: Buffer[] = [];

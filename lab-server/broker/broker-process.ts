@@ -10,7 +10,8 @@ import { retry } from '../core/retry.ts';
 import { createKafka } from '../kafka/client.ts';
 import { ensureBrokerJars } from './jars.ts';
 import { findJava } from './java.ts';
-import { serverProperties, type BrokerNode } from './server-properties.ts';
+import { BROKER_USER, GRADER_USER, kafkaSecret, passwordFor, secretFile } from '../kafka/credentials.ts';
+import { serverProperties, type BrokerNode, type BrokerSecurity } from './server-properties.ts';
 
 export type { BrokerNode } from './server-properties.ts';
 
@@ -223,7 +224,7 @@ export class BrokerProcess {
   private async assertPortsFree(node: BrokerNode): Promise<void> {
     for (const port of [node.port, node.controllerPort]) {
       if (!(await portAnswers(port))) continue;
-      const kafka = port === node.port && (await isKafkaAt(`127.0.0.1:${port}`));
+      const kafka = port === node.port && ((await isKafkaAt(`127.0.0.1:${port}`)) || (await isKafkaAt(`127.0.0.1:${port}`, 3_000, { plaintext: true })));
       throw new KafkaIqError(
         'PORT_TAKEN',
         kafka
@@ -246,8 +247,12 @@ export class BrokerProcess {
     const clusterIdFile = path.join(this.dataDir, 'cluster-id');
     if (!fs.existsSync(clusterIdFile)) fs.writeFileSync(clusterIdFile, randomBytes(16).toString('base64url'));
     const clusterId = fs.readFileSync(clusterIdFile, 'utf8').trim();
+    kafkaSecret(); // creates the secret on a first start
+    const security: BrokerSecurity = { secretFile: path.resolve(secretFile()), brokerUser: BROKER_USER, brokerPassword: passwordFor(BROKER_USER), superUsers: [BROKER_USER, GRADER_USER] };
     for (const node of this.nodes) {
-      fs.writeFileSync(this.configPath(node.nodeId), serverProperties(this.nodes, (id) => this.nodeDir(id), node));
+      // 0600: the file holds the brokers' own password.
+      fs.rmSync(this.configPath(node.nodeId), { force: true });
+      fs.writeFileSync(this.configPath(node.nodeId), serverProperties(this.nodes, (id) => this.nodeDir(id), node, security), { mode: 0o600 });
       if (fs.existsSync(path.join(this.nodeDir(node.nodeId), 'meta.properties'))) continue;
       const result = spawnSync(
         javaCommand,
@@ -432,12 +437,14 @@ export function portAnswers(port: number, host = '127.0.0.1'): Promise<boolean> 
   });
 }
 
-/** True when a Kafka broker answers metadata at the address. */
-export async function isKafkaAt(address: string, timeoutMs = 3_000): Promise<boolean> {
+/** True when a Kafka broker answers metadata at the address (with the grader's SASL login, unless plaintext). */
+export async function isKafkaAt(address: string, timeoutMs = 3_000, options: { plaintext?: boolean } = {}): Promise<boolean> {
   const admin = createKafka([address], 'kafkaiq-probe', {
     connectionTimeout: timeoutMs,
     requestTimeout: timeoutMs,
     retry: { retries: 0 },
+    // Only to tell "a plaintext Kafka" from "no Kafka" in an error message.
+    ...(options.plaintext ? { sasl: undefined } : {}),
   }).admin();
   try {
     await admin.connect();

@@ -1,3 +1,4 @@
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
@@ -41,9 +42,19 @@ function controlFile(broker: BrokerProcess): string {
   return path.join(broker.dataDir, 'control.json');
 }
 
+/** True when the request carries the control token (constant-time comparison). */
+function authorized(req: http.IncomingMessage, token: string): boolean {
+  const given = Buffer.from(/^Bearer (\S+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '', 'utf8');
+  const expected = Buffer.from(token, 'utf8');
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
 /**
  * Lets other KafkaIQ processes (the lab server, the test workers) inject broker faults into a
- * broker this process owns: a loopback-only HTTP endpoint whose port is written next to the data.
+ * broker this process owns: a loopback-only HTTP endpoint whose port and token are written next
+ * to the data, in a 0600 file. Loopback alone is not enough: a learner program runs on the same
+ * machine, so every request must carry the token, which only processes of this user can read
+ * (and a learner program cannot: its file reads are limited to its own bundle).
  */
 export async function serveControl(broker: BrokerProcess): Promise<() => Promise<void>> {
   const control = localControl(broker);
@@ -52,7 +63,12 @@ export async function serveControl(broker: BrokerProcess): Promise<() => Promise
   // sections, and counts as downtime for their time limits. (The other way round, this process's
   // restarts are not known to grades in other processes: see README, "two processes, one broker".)
   const maintenance = maintenanceFor(broker.brokers);
+  const token = randomBytes(32).toString('base64url');
   const server = http.createServer((req, res) => {
+    if (!authorized(req, token)) {
+      res.writeHead(401, { 'content-type': 'text/plain' }).end('the broker control endpoint needs its token (control.json)');
+      return;
+    }
     const match = /^\/(restart|nodes\/(\d+)\/(kill|start))$/.exec(req.url ?? '');
     if (req.method !== 'POST' || !match) {
       res.writeHead(404).end();
@@ -72,7 +88,8 @@ export async function serveControl(broker: BrokerProcess): Promise<() => Promise
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
-  fs.writeFileSync(controlFile(broker), JSON.stringify({ port, pid: process.pid, brokers: broker.brokers, nodeIds: broker.nodes.map((n) => n.nodeId) }));
+  fs.rmSync(controlFile(broker), { force: true });
+  fs.writeFileSync(controlFile(broker), JSON.stringify({ port, token, pid: process.pid, brokers: broker.brokers, nodeIds: broker.nodes.map((n) => n.nodeId) }), { mode: 0o600 });
   return async () => {
     fs.rmSync(controlFile(broker), { force: true });
     await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -80,7 +97,7 @@ export async function serveControl(broker: BrokerProcess): Promise<() => Promise
 }
 
 function remoteControl(file: string): BrokerControl | null {
-  let info: { port: number; pid: number; nodeIds: number[] };
+  let info: { port: number; token: string; pid: number; nodeIds: number[] };
   try {
     info = JSON.parse(fs.readFileSync(file, 'utf8'));
     process.kill(info.pid, 0);
@@ -88,7 +105,7 @@ function remoteControl(file: string): BrokerControl | null {
     return null;
   }
   const post = async (route: string) => {
-    const res = await fetch(`http://127.0.0.1:${info.port}${route}`, { method: 'POST' });
+    const res = await fetch(`http://127.0.0.1:${info.port}${route}`, { method: 'POST', headers: { authorization: `Bearer ${info.token}` } });
     if (!res.ok) throw new KafkaIqError('BROKER_UNREACHABLE', `Broker control failed: ${await res.text()}`);
   };
   return {
@@ -114,9 +131,13 @@ export async function connectCluster(
   if (external) {
     const brokers = external.split(',').map((b) => b.trim()).filter(Boolean);
     if (!(await isKafkaAt(brokers[0]!))) {
+      // A Kafka that answers without SASL is one KafkaIQ cannot wall tenants off on.
+      const plaintext = await isKafkaAt(brokers[0]!, 3_000, { plaintext: true });
       throw new KafkaIqError(
         'BROKER_UNREACHABLE',
-        `No Kafka answers at KAFKA_BROKERS=${external}: start that cluster, or unset KAFKA_BROKERS to let KafkaIQ start its own broker.`,
+        plaintext
+          ? `The Kafka at KAFKA_BROKERS=${external} has a plaintext listener without authentication: KafkaIQ needs SASL/PLAIN with per-attempt users (README, Tenancy), or unset KAFKA_BROKERS to let KafkaIQ start its own broker.`
+          : `No Kafka answers at KAFKA_BROKERS=${external} (or it refused KafkaIQ's login): start that cluster, check KAFKAIQ_KAFKA_SECRET_FILE, or unset KAFKA_BROKERS to let KafkaIQ start its own broker.`,
       );
     }
     const shared = new BrokerProcess(options);

@@ -10,7 +10,47 @@ export interface BrokerNode {
   controllerPort: number;
 }
 
-export function serverProperties(nodes: readonly BrokerNode[], nodeDir: (nodeId: number) => string, node: BrokerNode): string {
+/** How the nodes authenticate: the shared secret's file, and the brokers' own password. */
+export interface BrokerSecurity {
+  secretFile: string;
+  brokerUser: string;
+  brokerPassword: string;
+  superUsers: string[];
+}
+
+/**
+ * Every listener speaks SASL_PLAINTEXT with PLAIN, checked by our HmacPlainCallbackHandler (see
+ * it for why PLAIN+HMAC over SCRAM); the controller listener too, so nothing on any port answers
+ * an unauthenticated client. Learner programs are given the CLIENT listener only (KAFKA_BROKERS).
+ * StandardAuthorizer with allow.everyone.if.no.acl.found=false: a user may do only what an ACL
+ * grants (the grader grants each attempt its namespace, kafka/attempt-acls.ts).
+ */
+function securityProperties(security: BrokerSecurity): Record<string, string> {
+  const handler = 'dev.kafkaiq.broker.HmacPlainCallbackHandler';
+  const jaas = `org.apache.kafka.common.security.plain.PlainLoginModule required username="${security.brokerUser}" password="${security.brokerPassword}" secretFile="${security.secretFile}";`;
+  return {
+    'sasl.enabled.mechanisms': 'PLAIN',
+    'sasl.mechanism.inter.broker.protocol': 'PLAIN',
+    'sasl.mechanism.controller.protocol': 'PLAIN',
+    'listener.name.client.plain.sasl.jaas.config': jaas,
+    'listener.name.client.plain.sasl.server.callback.handler.class': handler,
+    'listener.name.controller.plain.sasl.jaas.config': jaas,
+    'listener.name.controller.plain.sasl.server.callback.handler.class': handler,
+    'authorizer.class.name': 'org.apache.kafka.metadata.authorizer.StandardAuthorizer',
+    'allow.everyone.if.no.acl.found': 'false',
+    'super.users': security.superUsers.map((u) => `User:${u}`).join(';'),
+    // Per attempt user: its own bucket of these rates (AttemptQuotaCallback); super users unthrottled.
+    'client.quota.callback.class': 'dev.kafkaiq.broker.AttemptQuotaCallback',
+    'kafkaiq.quota.produce.bytes.per.second': String(ATTEMPT_QUOTAS.produceBytesPerSecond),
+    'kafkaiq.quota.fetch.bytes.per.second': String(ATTEMPT_QUOTAS.fetchBytesPerSecond),
+    'kafkaiq.quota.request.percentage': String(ATTEMPT_QUOTAS.requestPercentage),
+  };
+}
+
+/** What one attempt user may use of a broker: far above any lab's needs, far below a flood. */
+export const ATTEMPT_QUOTAS = { produceBytesPerSecond: 4 * 1024 * 1024, fetchBytesPerSecond: 8 * 1024 * 1024, requestPercentage: 100 };
+
+export function serverProperties(nodes: readonly BrokerNode[], nodeDir: (nodeId: number) => string, node: BrokerNode, security: BrokerSecurity): string {
   const replicas = nodes.length;
   const minIsr = replicas >= 3 ? 2 : 1;
   const voters = nodes.map((n) => `${n.nodeId}@127.0.0.1:${n.controllerPort}`).join(',');
@@ -18,11 +58,12 @@ export function serverProperties(nodes: readonly BrokerNode[], nodeDir: (nodeId:
     'process.roles': 'broker,controller',
     'node.id': node.nodeId,
     'controller.quorum.voters': voters,
-    listeners: `PLAINTEXT://127.0.0.1:${node.port},CONTROLLER://127.0.0.1:${node.controllerPort}`,
-    'advertised.listeners': `PLAINTEXT://127.0.0.1:${node.port}`,
+    listeners: `CLIENT://127.0.0.1:${node.port},CONTROLLER://127.0.0.1:${node.controllerPort}`,
+    'advertised.listeners': `CLIENT://127.0.0.1:${node.port}`,
     'controller.listener.names': 'CONTROLLER',
-    'inter.broker.listener.name': 'PLAINTEXT',
-    'listener.security.protocol.map': 'PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
+    'inter.broker.listener.name': 'CLIENT',
+    'listener.security.protocol.map': 'CLIENT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT',
+    ...securityProperties(security),
     'log.dirs': nodeDir(node.nodeId),
     'num.partitions': 1,
     'default.replication.factor': replicas,

@@ -10,6 +10,7 @@ import { installAttemptCrashGuard } from '../runner/attempt-scope.ts';
 import { createLabSession } from '../runner/lab-session.ts';
 import { sandboxStartCheck } from '../runner/sandbox/policy.ts';
 import { sweepStaleWorkDirs } from '../runner/work-dirs.ts';
+import { limitsFromEnv, singleUserLoopback } from '../server/admission.ts';
 import { openAttemptStore } from '../server/attempt-store.ts';
 import { createLabServer, type LabServer } from '../server/lab-server.ts';
 
@@ -56,8 +57,11 @@ export async function startLabBackend(options: {
     staticDir: options.staticDir,
     createSession: (session) => createLabSession({ ...session, cluster, clusters }),
     store,
-    cluster: { brokers: cluster.brokers.join(','), brokerFaults: cluster.control !== null, health, unsandboxed: sandbox.warning },
+    // A manual broker restart breaks every grade on the cluster: only on a private, single-user server.
+    cluster: { brokers: cluster.brokers.join(','), brokerFaults: cluster.control !== null && singleUserLoopback(options.host), health, unsandboxed: sandbox.warning },
     instructorToken,
+    allowMissingOrigin: process.env.KAFKAIQ_ALLOW_NO_ORIGIN === '1',
+    limits: limitsFromEnv(),
   }).catch((err: NodeJS.ErrnoException) => {
     store.close();
     health.close();

@@ -11,6 +11,7 @@
  *    kiq_<namespace> per attempt, dropped when the attempt ends. The URL's user must be allowed
  *    to create databases.
  */
+import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { KafkaIqError, describeError } from '../core/errors.ts';
 import { EmbeddedDatabase } from './embedded.ts';
@@ -127,17 +128,27 @@ export class DatabasePool {
     }
   }
 
+  /**
+   * A database and a role of the attempt's own: the program's DATABASE_URL logs in as that role
+   * (owner of its database only, no CREATEDB/CREATEROLE, a random password), never as the server
+   * URL's user, and PUBLIC loses CONNECT on the database, so no other attempt's role gets in.
+   */
   private async createServerDatabase(namespace: string): Promise<DatabaseLease> {
     const name = databaseName(namespace);
+    const role = name;
+    const password = randomBytes(24).toString('base64url'); // [A-Za-z0-9_-]: safe inside quotes
     const admin = await this.adminClient();
     try {
       // A server that crashed mid-attempt may have left one with this name behind.
       await admin.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)}`).catch(() => {});
-      await admin.query(`CREATE DATABASE ${quoteIdent(name)}`);
+      await admin.query(`DROP ROLE IF EXISTS ${quoteIdent(role)}`).catch(() => {});
+      await admin.query(`CREATE ROLE ${quoteIdent(role)} LOGIN PASSWORD '${password}' NOSUPERUSER NOCREATEDB NOCREATEROLE CONNECTION LIMIT 32`);
+      await admin.query(`CREATE DATABASE ${quoteIdent(name)} OWNER ${quoteIdent(role)}`);
+      await admin.query(`REVOKE ALL ON DATABASE ${quoteIdent(name)} FROM PUBLIC`);
     } catch (err) {
       throw new KafkaIqError(
         'DATABASE_UNAVAILABLE',
-        `Could not create database ${name} on DATABASE_URL (${redactUrl(this.serverUrl!.toString())}): ${describeError(err)}. Its user needs the CREATEDB privilege.`,
+        `Could not create database ${name} on DATABASE_URL (${redactUrl(this.serverUrl!.toString())}): ${describeError(err)}. Its user needs the CREATEDB and CREATEROLE privileges.`,
         { cause: err },
       );
     } finally {
@@ -145,14 +156,16 @@ export class DatabasePool {
     }
     const url = new URL(this.serverUrl!.toString());
     url.pathname = `/${name}`;
+    url.username = role;
+    url.password = password;
     return {
       url: url.toString(),
-      description: `database ${name} on ${url.host} (DATABASE_URL), created for this attempt`,
-      release: () => this.dropServerDatabase(name),
+      description: `database ${name} on ${url.host} (DATABASE_URL), created for this attempt with a role of its own`,
+      release: () => this.dropServerDatabase(name, role),
     };
   }
 
-  private async dropServerDatabase(name: string): Promise<void> {
+  private async dropServerDatabase(name: string, role: string): Promise<void> {
     let admin: pg.Client;
     try {
       admin = await this.adminClient();
@@ -166,6 +179,7 @@ export class DatabasePool {
         await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name]);
         await admin.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)}`);
       });
+      await admin.query(`DROP ROLE IF EXISTS ${quoteIdent(role)}`);
     } catch (err) {
       this.log(`could not drop database ${name}: ${describeError(err)}`);
     } finally {

@@ -4,10 +4,32 @@ import { describeError, KafkaIqError } from '../core/errors.ts';
 import { retry } from '../core/retry.ts';
 
 /**
+ * What one attempt may hold on the cluster. Attempt users cannot create topics at all (no CREATE
+ * ACL); these bound what the grader creates for them from a lab definition: a topic count and a
+ * partition total per call (an attempt makes one call, a throughput lab one more for its lanes),
+ * and retention.bytes on every partition so no attempt can fill the broker's disk.
+ */
+export const ATTEMPT_TOPIC_LIMITS = { topics: 32, partitions: 128, retentionBytes: 64 * 1024 * 1024 };
+
+/**
  * Creates the topics (waiting for their leaders). Right after a broker restart the metadata can
  * lag for a moment: retry, then give up clearly (an infrastructure error, never the learner's).
  */
-export async function createTopics<T = void>(kafka: Kafka, topics: ITopicConfig[], then?: (admin: Admin) => Promise<T>): Promise<T> {
+export async function createTopics<T = void>(kafka: Kafka, requested: ITopicConfig[], then?: (admin: Admin) => Promise<T>): Promise<T> {
+  const partitions = requested.reduce((n, t) => n + Math.max(1, t.numPartitions ?? 1), 0);
+  if (requested.length > ATTEMPT_TOPIC_LIMITS.topics || partitions > ATTEMPT_TOPIC_LIMITS.partitions) {
+    throw new KafkaIqError(
+      'LAB_INVALID',
+      `An attempt may have at most ${ATTEMPT_TOPIC_LIMITS.topics} topics and ${ATTEMPT_TOPIC_LIMITS.partitions} partitions; this lab asks for ${requested.length} topics and ${partitions} partitions: make its topics fewer or smaller.`,
+    );
+  }
+  const topics = requested.map((t) => ({
+    ...t,
+    configEntries: [
+      ...(t.configEntries ?? []),
+      ...(t.configEntries?.some((c) => c.name === 'retention.bytes') ? [] : [{ name: 'retention.bytes', value: String(ATTEMPT_TOPIC_LIMITS.retentionBytes) }]),
+    ],
+  }));
   const admin = kafka.admin();
   try {
     await admin.connect();

@@ -1,11 +1,16 @@
-import { execFile } from 'node:child_process';
+/**
+ * `inspect txns`: the transactions of a namespace as the coordinator sees them (ListTransactions,
+ * DescribeTransactions, which kafkajs lacks). One long-lived JVM per cluster answers every request
+ * (broker/src/.../TransactionsService.java), so a learner typing `txns` no longer starts a JVM each
+ * time; requests queue one after another, each bounded in time.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { promisify } from 'node:util';
+import readline from 'node:readline';
 import { KafkaIqError } from '../core/errors.ts';
 import { BROKER_LIB_DIR } from '../core/paths.ts';
 import { findJava } from '../broker/java.ts';
-
-const run = promisify(execFile);
+import { graderClientProperties } from './credentials.ts';
 
 export interface TransactionInfo {
   transactionalId: string;
@@ -18,52 +23,83 @@ export interface TransactionInfo {
   partitions: string[];
 }
 
-/** Kafka's own admin tool (kafka-transactions.sh), which speaks ListTransactions/DescribeTransactions; kafkajs does not. */
-async function transactionsCommand(brokers: string[], args: string[]): Promise<string> {
-  const java = findJava();
-  try {
-    const { stdout } = await run(
-      java.command,
-      ['-Xmx128m', '-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC', '-cp', path.join(BROKER_LIB_DIR, '*'), 'org.apache.kafka.tools.TransactionsCommand', '--bootstrap-server', brokers.join(','), ...args],
-      { timeout: 30_000, maxBuffer: 4 * 1024 * 1024 },
+interface Answer {
+  ok: boolean;
+  error?: string;
+  transactions?: { transactionalId: string; state: string; producerId: number; startMs: number; nowMs: number; timeoutMs: number; partitions: string[] }[];
+}
+
+const REQUEST_TIMEOUT_MS = 20_000;
+/** Prefixes are namespaces ([a-z0-9-]); anything else never reaches the JVM's stdin. */
+const PREFIX = /^[A-Za-z0-9._-]{1,120}$/;
+
+class TransactionsService {
+  private child: ChildProcess | null = null;
+  private waiting: ((line: string | null) => void)[] = [];
+  private tail: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly brokers: string[]) {}
+
+  private start(): ChildProcess {
+    if (this.child && this.child.exitCode === null && this.child.signalCode === null) return this.child;
+    const child = spawn(
+      findJava().command,
+      ['-Xmx128m', '-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC', '-cp', path.join(BROKER_LIB_DIR, '*'), 'dev.kafkaiq.broker.TransactionsService', this.brokers.join(','), graderClientProperties()],
+      { stdio: ['pipe', 'pipe', 'ignore'] },
     );
-    return stdout;
-  } catch (err) {
-    throw new KafkaIqError('BROKER_UNREACHABLE', `kafka-transactions could not ask the broker (${String((err as Error).message).split('\n')[0]}): is Kafka running?`);
+    child.on('error', () => {});
+    child.once('exit', () => {
+      // Whoever waits gets "no answer"; the next request starts a fresh JVM.
+      for (const wake of this.waiting.splice(0)) wake(null);
+    });
+    readline.createInterface({ input: child.stdout! }).on('line', (line) => this.waiting.shift()?.(line));
+    child.unref();
+    (child.stdout as unknown as { unref?: () => void }).unref?.();
+    (child.stdin as unknown as { unref?: () => void }).unref?.();
+    this.child = child;
+    return child;
+  }
+
+  ask(prefix: string): Promise<Answer> {
+    const run = async (): Promise<Answer> => {
+      const child = this.start();
+      const line = await new Promise<string | null>((resolve) => {
+        const timer = setTimeout(() => {
+          child.kill('SIGKILL'); // a stuck JVM is replaced by the next request
+          resolve(null);
+        }, REQUEST_TIMEOUT_MS);
+        this.waiting.push((answer) => {
+          clearTimeout(timer);
+          resolve(answer);
+        });
+        child.stdin!.write(`${prefix}\n`);
+      });
+      if (line === null) return { ok: false, error: 'no answer within 20 s' };
+      return JSON.parse(line) as Answer;
+    };
+    const answer = this.tail.then(run, run);
+    this.tail = answer.catch(() => {});
+    return answer;
   }
 }
 
-function rows(table: string): Record<string, string>[] {
-  const lines = table.split('\n').filter((l) => l.trim());
-  if (lines.length < 2) return [];
-  const header = lines[0]!.trim().split(/\s+/);
-  return lines.slice(1).map((line) => {
-    const cells = line.trim().split(/\s+/);
-    // The last column (topic partitions) may contain commas but no spaces.
-    return Object.fromEntries(header.map((h, i) => [h, i === header.length - 1 ? cells.slice(i).join(' ') : (cells[i] ?? '')]));
-  });
-}
+const services = new Map<string, TransactionsService>();
 
 /** Open and recent transactions whose transactional id starts with the prefix. */
 export async function listTransactions(brokers: string[], prefix: string): Promise<TransactionInfo[]> {
-  const listed = rows(await transactionsCommand(brokers, ['list'])).filter((r) => r.TransactionalId?.startsWith(prefix));
-  const described = await Promise.all(
-    listed.map(async (r) => {
-      if (r.TransactionState !== 'Ongoing') {
-        return { transactionalId: r.TransactionalId!, state: r.TransactionState ?? '?', producerId: Number(r.ProducerId), startedAt: null, durationMs: null, timeoutMs: null, partitions: [] };
-      }
-      const [d] = rows(await transactionsCommand(brokers, ['describe', '--transactional-id', r.TransactionalId!]));
-      const start = Number(d?.CurrentTransactionStartTimeMs);
-      return {
-        transactionalId: r.TransactionalId!,
-        state: d?.TransactionState ?? r.TransactionState ?? '?',
-        producerId: Number(r.ProducerId),
-        startedAt: start > 0 ? new Date(start).toISOString() : null,
-        durationMs: d?.TransactionDurationMs ? Number(d.TransactionDurationMs) : null,
-        timeoutMs: d?.TransactionTimeoutMs ? Number(d.TransactionTimeoutMs) : null,
-        partitions: d?.TopicPartitions && d.TopicPartitions !== 'None' ? d.TopicPartitions.split(',') : [],
-      };
-    }),
-  );
-  return described;
+  if (!PREFIX.test(prefix)) throw new KafkaIqError('INVALID_INPUT', `Not a transactional-id prefix: "${prefix.slice(0, 40)}"`);
+  const key = brokers.join(',');
+  let service = services.get(key);
+  if (!service) services.set(key, (service = new TransactionsService(brokers)));
+  const answer = await service.ask(prefix);
+  if (!answer.ok) throw new KafkaIqError('BROKER_UNREACHABLE', `The transaction coordinator did not answer (${answer.error}): is Kafka running?`);
+  return (answer.transactions ?? []).map((t) => ({
+    transactionalId: t.transactionalId,
+    state: t.state,
+    producerId: t.producerId,
+    startedAt: t.startMs > 0 ? new Date(t.startMs).toISOString() : null,
+    durationMs: t.startMs > 0 ? t.nowMs - t.startMs : null,
+    timeoutMs: t.timeoutMs > 0 ? t.timeoutMs : null,
+    partitions: t.partitions,
+  }));
 }

@@ -6,7 +6,7 @@
 import pg from 'pg';
 import type { DatabaseSpec, ExpectedEffectSpec } from '../../src/shared/lab.ts';
 import { describeError, KafkaIqError } from '../core/errors.ts';
-import { databasePool, type DatabaseLease, type DatabasePool } from '../db/pool.ts';
+import { databasePool, redactUrl, type DatabaseLease, type DatabasePool } from '../db/pool.ts';
 import type { SeededRecord } from './seeder.ts';
 
 export interface EffectRow {
@@ -35,7 +35,8 @@ export class AttemptDatabase {
       if (err instanceof KafkaIqError) throw err;
       throw new KafkaIqError('LAB_INVALID', `The lab's database.schema failed: ${describeError(err)}`, { cause: err });
     }
-    system(`Database: ${lease.description}, with the lab's tables; DATABASE_URL=${lease.url}`);
+    // Never the password: the URL is the attempt's credential (the program reads it from its env).
+    system(`Database: ${lease.description}, with the lab's tables; DATABASE_URL=${redactUrl(lease.url)}`);
     return db;
   }
 
@@ -46,7 +47,8 @@ export class AttemptDatabase {
 
   private async query(sql: string): Promise<pg.QueryResult> {
     if (!this.client) {
-      const client = new pg.Client({ connectionString: this.lease.url, connectionTimeoutMillis: 30_000 });
+      // The grader's SQL is bounded like everything else: a program holding locks cannot hang it.
+      const client = new pg.Client({ connectionString: this.lease.url, connectionTimeoutMillis: 30_000, statement_timeout: 15_000, query_timeout: 20_000 });
       client.on('error', () => {
         if (this.client === client) this.client = null;
       });

@@ -13,8 +13,10 @@ import type { Kafka } from 'kafkajs';
 import { REPORT_VERSION, type CheckResult, type GradeReport, type Verdict } from '../../src/shared/report.ts';
 import { maintenanceFor, type MaintenanceLock } from '../broker/maintenance.ts';
 import { describeError, KafkaIqError } from '../core/errors.ts';
-import { ROOT_DIR } from '../core/paths.ts';
+import { BROKER_LIB_DIR, ROOT_DIR } from '../core/paths.ts';
+import { grantAttempt, type AttemptIdentity } from '../kafka/attempt-acls.ts';
 import { createKafka } from '../kafka/client.ts';
+import { writeClientProperties } from '../kafka/credentials.ts';
 import { deleteTopics } from '../kafka/topics.ts';
 import type { LoadedLab } from '../labs/load-lab.ts';
 import { selectLabChecks } from './checkers/select.ts';
@@ -39,6 +41,8 @@ export interface Outcome {
   verdict: (checks: readonly CheckResult[]) => Omit<VerdictInput, 'checks'>;
   outputs: number;
   abortedRecords: number;
+  /** Checks of the grade's integrity (output-log-intact), judged whatever the lab lists. */
+  integrity?: CheckResult[];
 }
 
 export interface ProgressFigures {
@@ -95,6 +99,8 @@ export class AttemptLifecycle implements Attempt {
   /** The cluster's downtime total when the plan started (see MaintenanceLock.downtimeMs). */
   downtimeAtStart = 0;
   private driverOf: ProgramDriver | null = null;
+  /** The attempt's Kafka user and ACLs (granted after prepare, revoked at shutdown). */
+  identity: AttemptIdentity | null = null;
   private progressTimer: NodeJS.Timeout | null = null;
   private stopRequested: () => void = () => {};
   readonly stopSignal = new Promise<void>((resolve) => (this.stopRequested = resolve));
@@ -121,6 +127,42 @@ export class AttemptLifecycle implements Attempt {
   /** Env name -> real topic, for the learner's display. */
   topicEnv(): Record<string, string> {
     return Object.fromEntries(this.lab.definition.topics.map((t) => [t.env, this.realTopic(t.name)]));
+  }
+
+  /**
+   * What every program process of this attempt gets to log in to Kafka as the attempt's user: the
+   * documented KAFKA_SASL_* env (the kafkajs wrapper applies it), and for a JVM command a 0600
+   * client properties file that ClientConfigAgent merges into every Kafka client (so Kafka's own
+   * tools need no flag). Never the grader's credentials.
+   */
+  tenancyEnv(): Record<string, string> {
+    if (!this.identity) throw new KafkaIqError('INTERNAL', 'a program is starting before its attempt has a Kafka identity');
+    if (this.options.program.kind === 'code') return this.identity.env;
+    const config = path.join(this.workDir, 'kafka-client.properties');
+    if (!fs.existsSync(config)) writeClientProperties(config, this.identity.user, this.identity.env.KAFKA_SASL_PASSWORD);
+    return { ...this.identity.env, KAFKA_CLIENT_CONFIG: config, JAVA_TOOL_OPTIONS: `-javaagent:${path.join(BROKER_LIB_DIR, 'kafkaiq-launcher.jar')}=${config}` };
+  }
+
+  /** Grants the attempt its namespace on the cluster (kafka/attempt-acls.ts). */
+  private async grantIdentity(): Promise<void> {
+    const { definition } = this.lab;
+    // A throughput lab's program also runs in two measurement namespaces under this one.
+    const namespaces = [this.namespace, ...(definition.kind === 'pipeline' && definition.throughput ? [`${this.namespace}-base`, `${this.namespace}-speed`] : [])];
+    const writes = definition.topics.filter((t) => t.role !== 'input').flatMap((t) => namespaces.map((ns) => `${ns}-${t.name}`));
+    // Like the grader's other Kafka work: not while a broker restart of another grade is under way.
+    this.identity = await this.maintenance.withShared(() => grantAttempt(
+      this.kafka,
+      this.options.brokers,
+      {
+        namespace: this.namespace,
+        writeTopics: writes,
+        // The monitor decodes the coordinator's log (kafkajs has no DescribeTransactions); see AUTHORING.
+        extraReadTopics: definition.kind === 'monitor' ? ['__transaction_state'] : [],
+        // Past any deadline this attempt can have (twice its limit, plus broker downtime slack).
+        expiresAtMs: Date.now() + 2 * this.limitMs + 15 * 60_000,
+      },
+      this.realTopic(definition.topics[0]!.name),
+    ));
   }
 
   /** The compiled program's driver (instrumented, or opaque for `--cmd`); set once compiled. */
@@ -204,7 +246,7 @@ export class AttemptLifecycle implements Attempt {
         this.phase = 'verifying';
         this.emitProgress();
         const outcome = await this.scenario.collect();
-        const checks = selectLabChecks(this.lab.definition.checks, outcome.checks);
+        const checks = [...selectLabChecks(this.lab.definition.checks, outcome.checks), ...(outcome.integrity ?? [])];
         const { verdict, message } = decideVerdict({ checks, ...outcome.verdict(checks) });
         report = this.report(seed, startedAtIso, verdict, message, checks, outcome);
       });
@@ -252,17 +294,22 @@ export class AttemptLifecycle implements Attempt {
     this.phase = 'preparing';
     this.emitProgress();
     await this.scenario.prepare();
+    await this.grantIdentity();
   }
 
   private report(seed: number, startedAt: string, verdict: Verdict, message: string, checks: GradeReport['checks'], outcome: Outcome | null): GradeReport {
     this.phase = 'done';
     this.emitProgress();
+    // A seed the caller chose is a replay (same faults, same input): good for debugging, but its
+    // outcome could be known in advance, so it never counts as passing the lab.
+    const replay = this.options.seed !== undefined;
     return {
       version: REPORT_VERSION,
       lab: this.lab.id,
       verdict,
-      message,
+      message: replay ? `${message} (Replay of seed ${seed}: not counted toward passed labs.)` : message,
       seed,
+      ...(replay ? { replay: true } : {}),
       quick: this.options.mode === 'quick',
       startedAt,
       checks,
@@ -281,6 +328,8 @@ export class AttemptLifecycle implements Attempt {
     this.stopping = true;
     if (this.progressTimer) clearInterval(this.progressTimer);
     await this.scenario.shutdown();
+    // Every program process is gone: take the attempt's rights back.
+    await this.identity?.revoke();
     fs.rmSync(this.workDir, { recursive: true, force: true });
     this.phase = 'done';
     this.emitState();

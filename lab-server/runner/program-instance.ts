@@ -6,6 +6,7 @@ import { CHANNEL_FD_ENV, type ChildEvent, type RunnerCommand } from './child/pro
 import { BoundedLineSplitter, DEFAULT_LINE_LIMITS } from './line-splitter.ts';
 import { InstanceSandbox } from './sandbox/launch.ts';
 import { sandboxPolicy } from './sandbox/policy.ts';
+import { parseChildEvent } from './child/event-schema.ts';
 
 /** How a learner program is started: our compiled bundle, or an instructor's command. */
 export type ProgramSource =
@@ -248,13 +249,13 @@ function groupName(writeDir: string): string {
   return writeDir.replace(/^\/+/, '').replace(/\//g, '_');
 }
 
-const EVENT_KINDS = new Set(['call', 'failed', 'hit', 'member']);
-
-/** One channel line as an event; anything else (a program writing to the channel itself) is dropped. */
+/**
+ * One channel line as an event. Untrusted: the program can write to the channel itself, so a line
+ * is parsed against the one shape the wrapper sends (child/event-schema.ts); anything else is dropped.
+ */
 function parseEvent(line: string): ChildEvent | null {
   try {
-    const value = JSON.parse(line) as { t?: unknown };
-    return value && typeof value === 'object' && EVENT_KINDS.has(value.t as string) ? (value as ChildEvent) : null;
+    return parseChildEvent(JSON.parse(line));
   } catch {
     return null; // not JSON: not ours
   }

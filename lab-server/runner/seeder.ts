@@ -3,6 +3,7 @@ import { describeError } from '../core/errors.ts';
 import { retry } from '../core/retry.ts';
 import { isRetriableKafkaError } from '../kafka/group-offsets.ts';
 import type { PipelineLab, SeedRecord } from '../../src/shared/lab.ts';
+import { seededRandom } from './fault-plan.ts';
 
 function groupByTopic(records: SeedRecord[]): Map<string, SeedRecord[]> {
   const byTopic = new Map<string, SeedRecord[]>();
@@ -25,18 +26,32 @@ export interface SeedTransaction {
 
 const WORDS = ['amber', 'basil', 'cedar', 'delta', 'ember', 'fjord', 'grove', 'harbor', 'island', 'juniper', 'kelp', 'lagoon'];
 
-const defaultValue = (index: number, key: string) =>
-  `rec-${String(index).padStart(5, '0')} ${key} ${WORDS[index % WORDS.length]} ${WORDS[(index * 7 + 3) % WORDS.length]}`;
+/**
+ * The default value of record `index`. With a grade's seed, its words and a token come from the
+ * seed, so no program can ship the expected output precomputed; without one (a Run, the unit
+ * tests), the classic fixed values.
+ */
+function valueMaker(seed: number | undefined): (index: number, key: string) => string {
+  if (seed === undefined) return (index, key) => `rec-${String(index).padStart(5, '0')} ${key} ${WORDS[index % WORDS.length]} ${WORDS[(index * 7 + 3) % WORDS.length]}`;
+  const random = seededRandom(seed ^ 0x5eed);
+  const pick = () => WORDS[Math.floor(random() * WORDS.length)]!;
+  return (index, key) => `rec-${String(index).padStart(5, '0')} ${key} ${pick()} ${pick()} ${Math.floor(random() * 0xffffff).toString(16).padStart(6, '0')}`;
+}
 
 /**
  * The input of a lab run, decided before anything is written: which records, which partition
- * (a key always maps to the same partition) and which seeding transactions are aborted.
+ * (a key always maps to the same partition) and which seeding transactions are aborted. A grade
+ * passes its seed: the default values and which transactions abort (the same share, 1 in
+ * abortEvery, at a seeded phase) then differ from grade to grade, reproducibly per seed.
  */
-export function planSeedTransactions(lab: PipelineLab): SeedTransaction[] {
+export function planSeedTransactions(lab: PipelineLab, seed?: number): SeedTransaction[] {
   const transactions: SeedTransaction[] = [];
+  const defaultValue = valueMaker(seed);
+  const phaseRandom = seed === undefined ? null : seededRandom(seed ^ 0xab0e7);
+  const phases = lab.seeds.map((s) => (phaseRandom ? Math.floor(phaseRandom() * s.abortEvery) : 0));
   let index = 0;
   // Interleave the seeds (fan-in labs have two inputs) one transaction at a time.
-  const cursors = lab.seeds.map((seed) => ({ seed, written: 0, txn: 0 }));
+  const cursors = lab.seeds.map((seed, i) => ({ seed, written: 0, txn: 0, phase: phases[i]! }));
   while (cursors.some((c) => c.written < c.seed.records)) {
     for (const cursor of cursors) {
       const { seed } = cursor;
@@ -55,7 +70,7 @@ export function planSeedTransactions(lab: PipelineLab): SeedTransaction[] {
       // The last transaction always commits, so every partition ends with committed data.
       const last = cursor.written >= seed.records;
       const holdMs = seed.holdOpen?.transaction === cursor.txn ? seed.holdOpen.holdMs : undefined;
-      transactions.push({ records, commit: last || cursor.txn % seed.abortEvery !== 0, ...(holdMs ? { holdMs } : {}) });
+      transactions.push({ records, commit: last || (cursor.txn + cursor.phase) % seed.abortEvery !== 0, ...(holdMs ? { holdMs } : {}) });
     }
   }
   return transactions;

@@ -102,7 +102,9 @@ export function openAttemptStore(options: { file?: string } = {}): AttemptStore 
     `SELECT ${columns} FROM attempts WHERE session_id = ? AND lab = ? ORDER BY id DESC LIMIT ?`,
   );
   const passed = db.prepare(
-    `SELECT DISTINCT lab FROM attempts WHERE session_id = ? AND verdict = 'pass' AND quick = 0 ORDER BY lab`,
+    // A replay (a seed the learner chose) never counts: its outcome was known before it ran.
+    `SELECT DISTINCT lab FROM attempts WHERE session_id = ? AND verdict = 'pass' AND quick = 0
+        AND COALESCE(json_extract(report, '$.replay'), 0) = 0 ORDER BY lab`,
   );
   const one = db.prepare(`SELECT report FROM attempts WHERE id = ? AND session_id = ?`);
   const upsertName = db.prepare(

@@ -9,6 +9,7 @@ import { describeError, KafkaIqError } from '../core/errors.ts';
 import { clientMessageSchema, PROTOCOL_VERSION, type ClientMessage, type ServerMessage } from '../../src/shared/messages.ts';
 import { parseWithFriendlyErrors } from '../../src/shared/validate.ts';
 import type { GradeReport } from '../../src/shared/report.ts';
+import type { GradeQueue, MessageRate } from './admission.ts';
 import type { AttemptStore } from './attempt-store.ts';
 import { boundReport } from './bounded-report.ts';
 import type { BrokerHealth, BrokerHealthState } from '../broker/health.ts';
@@ -30,6 +31,10 @@ export interface ConnectionDeps {
   createSession: CreateSession;
   store: AttemptStore;
   cluster: ClusterInfo;
+  /** The server's grade slots: a grade waits here for its turn. */
+  grades: GradeQueue;
+  /** This connection's message budget. */
+  rate: MessageRate;
   log: (line: string) => void;
   /** Called once hello is accepted; returns the connection this one replaces (same session id). */
   claimSession(sessionId: string, connection: LabConnection): LabConnection | undefined;
@@ -50,7 +55,11 @@ export class LabConnection {
   private helloPending = false;
   private activity: 'run' | 'grade' | null = null;
   private droppedOutput = 0;
+  private refused = 0;
   private disposed: Promise<void> | null = null;
+  /** Set while this connection's grade waits in the queue: leaves the queue. */
+  private cancelQueued: (() => void) | null = null;
+  private stopWhileQueued = false;
 
   constructor(
     readonly socket: WebSocket,
@@ -59,6 +68,11 @@ export class LabConnection {
 
   async receive(data: RawData, isBinary: boolean): Promise<void> {
     try {
+      if (!this.deps.rate.take()) {
+        // A flood is not answered one by one: after a burst of refusals the socket closes.
+        if (++this.refused > 100) this.socket.close(1008, 'Too many messages');
+        throw new KafkaIqError('LIMIT_EXCEEDED', 'Too many messages: slow down (at most a few per second).');
+      }
       if (isBinary) throw new KafkaIqError('INVALID_INPUT', 'Send messages as JSON text frames, not binary');
       let json: unknown;
       try {
@@ -78,6 +92,7 @@ export class LabConnection {
     this.disposed ??= (async () => {
       const { session, sessionId } = this;
       this.session = null;
+      this.cancelQueued?.();
       if (sessionId) this.deps.releaseSession(sessionId, this);
       if (session) await session.dispose().catch((err) => this.deps.log(`session ${sessionId} dispose failed: ${describeError(err)}`));
     })();
@@ -95,10 +110,27 @@ export class LabConnection {
         return this.exclusive('run', () => session.run(message.lab, message.code));
       case 'grade':
         return this.exclusive('grade', async () => {
-          const report = await session.grade(message.lab, message.code, { quick: message.quick, seed: message.seed });
-          this.finishGrade(report);
+          const slot = this.deps.grades.acquire((position) => this.send({ type: 'queue', position }));
+          this.cancelQueued = slot.cancel;
+          const release = await slot.admitted;
+          this.cancelQueued = null;
+          try {
+            // The learner left (or pressed Stop) while waiting: give the slot on.
+            if (this.disposed || this.stopWhileQueued) return;
+            const report = await session.grade(message.lab, message.code, { quick: message.quick, seed: message.seed });
+            this.finishGrade(report);
+          } finally {
+            this.stopWhileQueued = false;
+            release();
+          }
         });
       case 'stop':
+        if (this.cancelQueued) {
+          this.stopWhileQueued = true;
+          this.cancelQueued();
+          this.cancelQueued = null;
+          return;
+        }
         return session.stop();
       case 'fault':
         if (message.kind === 'broker-restart' && !this.deps.cluster.brokerFaults) {

@@ -10,6 +10,7 @@ import { describeError } from '../core/errors.ts';
 import type { AttemptStore } from './attempt-store.ts';
 import { handleAttemptsApi } from './attempts-api.ts';
 import { handleClassView } from './class-view.ts';
+import { ConnectionsPerIp, DEFAULT_LIMITS, GradeQueue, MessageRate, clientIp, originAllowed, type AdmissionLimits } from './admission.ts';
 import { LabConnection, type ClusterInfo, type CreateSession } from './lab-connection.ts';
 import { createStaticHandler } from './static-files.ts';
 
@@ -47,6 +48,10 @@ export interface LabServerOptions {
   allowedOrigins?: string[];
   /** Turns on the instructor's class view at /instructor (see class-view.ts). */
   instructorToken?: string;
+  /** Accept a WebSocket without Origin (a non-browser client); off by default. */
+  allowMissingOrigin?: boolean;
+  /** Connections per IP, messages per connection, concurrent grades (admission.ts). */
+  limits?: AdmissionLimits;
 }
 
 export interface LabServer {
@@ -62,6 +67,9 @@ export async function createLabServer(options: LabServerOptions): Promise<LabSer
   const serveStatic = createStaticHandler(options.staticDir);
   const connections = new Set<LabConnection>();
   const bySession = new Map<string, LabConnection>();
+  const limits = options.limits ?? DEFAULT_LIMITS;
+  const perIp = new ConnectionsPerIp(limits.connectionsPerIp);
+  const grades = new GradeQueue(limits.concurrentGrades, limits.gradeQueue);
 
   const server = http.createServer((req, res) => {
     try {
@@ -84,7 +92,10 @@ export async function createLabServer(options: LabServerOptions): Promise<LabSer
   server.on('upgrade', (req, socket: Duplex, head) => {
     const path = (req.url ?? '').split('?', 1)[0];
     if (path !== WS_PATH) return rejectUpgrade(socket, 404, 'Not Found');
-    if (!originAllowed(req, options.allowedOrigins ?? [])) return rejectUpgrade(socket, 403, 'Forbidden');
+    if (!originAllowed(req, options.allowedOrigins ?? [], options.allowMissingOrigin ?? false)) return rejectUpgrade(socket, 403, 'Forbidden');
+    const ip = clientIp(req);
+    if (!perIp.admit(ip)) return rejectUpgrade(socket, 429, 'Too Many Requests');
+    socket.once('close', () => perIp.release(ip));
     wss.handleUpgrade(req, socket, head, (ws) => accept(ws));
   });
 
@@ -93,6 +104,8 @@ export async function createLabServer(options: LabServerOptions): Promise<LabSer
       createSession: options.createSession,
       store: options.store,
       cluster: options.cluster,
+      grades,
+      rate: new MessageRate(limits.messagesPerSecond, limits.messageBurst),
       log,
       claimSession(sessionId, claimer) {
         const previous = bySession.get(sessionId);
@@ -165,18 +178,6 @@ export async function createLabServer(options: LabServerOptions): Promise<LabSer
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
-}
-
-/** Same origin as the page (Host header), an allowed origin, or no Origin at all (not a browser). */
-function originAllowed(req: http.IncomingMessage, allowed: string[]): boolean {
-  const origin = req.headers.origin;
-  if (origin === undefined) return true;
-  if (allowed.includes(origin)) return true;
-  try {
-    return new URL(origin).host === req.headers.host;
-  } catch {
-    return false;
-  }
 }
 
 function rejectUpgrade(socket: Duplex, status: number, text: string) {

@@ -250,7 +250,16 @@ export const errorMessageSchema = z
   .object({ type: z.literal('error'), code: z.enum(ERROR_CODES), message: z.string().describe('One line naming the fix') })
   .strict();
 
+export const queueMessageSchema = z
+  .object({
+    type: z.literal('queue'),
+    position: z.number().int().min(0).describe('Place among the waiting grades (1 = next); 0 once the grade starts'),
+  })
+  .strict()
+  .describe('The server grades a few programs at a time: where this grade waits');
+
 export const serverMessageSchema = z.discriminatedUnion('type', [
+  queueMessageSchema,
   welcomeMessageSchema,
   brokerStateMessageSchema,
   outputMessageSchema,

@@ -24,6 +24,8 @@ export const CHECK_NAMES = [
   'no-transaction-timeouts',
   // Liveness: input waiting, nothing holding the program back, and no progress for too long.
   'keeps-up',
+  // Grading integrity, judged in every grade: the output still starts at offset 0.
+  'output-log-intact',
 ] as const;
 export const checkNameSchema = z.enum(CHECK_NAMES).describe('A named property the grader verifies after the run');
 export type CheckName = z.infer<typeof checkNameSchema>;
@@ -128,6 +130,7 @@ export const gradeReportSchema = z
     verdict: verdictSchema,
     message: z.string().describe('One line explaining the verdict'),
     seed: z.number().int().describe('Replays the same fault plan with --seed'),
+    replay: z.boolean().optional().describe('True when the caller chose the seed: a replay, never counted toward passed labs'),
     quick: z.boolean(),
     startedAt: z.string().describe('ISO time'),
     checks: z.array(checkResultSchema),

@@ -1,6 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { inject } from 'vitest';
 import { createKafka } from '../../lab-server/kafka/client.ts';
+import { GRADER_USER, saslEnv } from '../../lab-server/kafka/credentials.ts';
+
+/**
+ * The Kafka login of a test's own program (one started outside an attempt, which has no attempt
+ * user): the grader's. Tests of tenancy use real attempts instead (tests/security).
+ */
+export function testProgramSaslEnv(): Record<string, string> {
+  return saslEnv(GRADER_USER);
+}
 
 export function testKafka(clientId = 'kafkaiq-test') {
   return createKafka(inject('brokers'), clientId);

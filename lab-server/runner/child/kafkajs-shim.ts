@@ -160,9 +160,20 @@ const readableLogCreator = () => ({ namespace, level, log }: Any) => {
   (level <= 2 ? console.error : console.log)(line);
 };
 
+/**
+ * The attempt's Kafka login, from the documented env (KAFKA_SASL_MECHANISM/USERNAME/PASSWORD), so
+ * a lesson program that passes only brokers keeps working against a broker that requires SASL.
+ * A program that configures sasl itself keeps its own.
+ */
+function saslFromEnv(): Any {
+  const { KAFKA_SASL_MECHANISM: mechanism, KAFKA_SASL_USERNAME: username, KAFKA_SASL_PASSWORD: password } = process.env;
+  if (!mechanism || !username || !password) return {};
+  return { sasl: { mechanism: mechanism.toLowerCase(), username, password } };
+}
+
 export class Kafka extends (real.Kafka as Any) {
   constructor(config: Any) {
-    super({ logLevel: real.logLevel.WARN, ...(config?.logCreator ? {} : { logCreator: readableLogCreator }), ...defaults.client, ...config });
+    super({ logLevel: real.logLevel.WARN, ...(config?.logCreator ? {} : { logCreator: readableLogCreator }), ...defaults.client, ...saslFromEnv(), ...config });
   }
   producer(config: Any = {}) {
     const merged = { ...defaults.producer, ...config };

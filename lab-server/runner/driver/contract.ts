@@ -13,7 +13,12 @@ import type { SeedTransaction } from '../seeder.ts';
 import type { Slot } from '../supervisor.ts';
 
 /** A crash point the program reached; aimedAt: the logical topic the fault was aimed at (FaultSpec.topic). */
-export type AimedHit = ChildEvent & { t: 'hit'; aimedAt?: string };
+export type AimedHit = ChildEvent & {
+  t: 'hit';
+  aimedAt?: string;
+  /** The program said "transaction open" but the broker showed no open transaction: txnOpen was set to false. */
+  unconfirmed?: boolean;
+};
 
 /** What a driver needs of the attempt it drives. */
 export interface DriverContext {

@@ -53,7 +53,7 @@ export class InstrumentedDriver implements ProgramDriver {
       }
     }
     if (!event) await sleep(fault.delayMs);
-    return { instance, event };
+    return { instance, event: event && (await confirmedByBroker(ctx, event)) };
   }
 
   async openTransactionNow(_ctx: DriverContext, slot: Slot): Promise<boolean | null> {
@@ -90,6 +90,18 @@ export class InstrumentedDriver implements ProgramDriver {
   }
 }
 
+/**
+ * The hit's "transaction open" comes from inside the program, which can forge it: keep it only
+ * when the broker shows an open transaction at that moment (a program held at a kill or pause
+ * point cannot close it meanwhile). HTTP and SQL points are judged by the point itself
+ * (insideUnitOfWork), not by this flag.
+ */
+async function confirmedByBroker(ctx: DriverContext, event: AimedHit): Promise<AimedHit> {
+  if (!event.txnOpen || /^(before|after):(http|db-write|db-commit)$/.test(event.point)) return event;
+  if ((await ctx.brokerSaysTransactionOpen()) === true) return event;
+  return { ...event, txnOpen: false, unconfirmed: true };
+}
+
 /** Arms a crash point and resolves with the hit, or null if the program did not reach it in time. */
 function armAt(
   ctx: DriverContext,
@@ -111,7 +123,8 @@ function armAt(
       if (event.t === 'member') return;
       txnOpen = event.txnOpen;
       if (event.t === 'call' || event.t === 'failed') lastCallAt = Date.now();
-      if (event.t !== 'hit') return;
+      // Only the point that was armed: anything else is a forged or stray message.
+      if (event.t !== 'hit' || event.point !== point || event.action !== action) return;
       cleanup();
       resolve(event);
     };

@@ -141,6 +141,7 @@ export class MonitorScenario implements Scenario {
       HANG_SECONDS: String(this.spec.hangSeconds),
       INSTANCE_ID: 'i1',
       KAFKAJS_NO_PARTITIONER_WARNING: '1',
+      ...this.attempt.tenancyEnv(),
       [DEFAULTS_ENV]: JSON.stringify(this.lab.kafkajs),
     };
   }

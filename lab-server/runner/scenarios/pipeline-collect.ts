@@ -6,6 +6,8 @@
 import { checkApiEffects } from '../checkers/api-effects.ts';
 import { checkKeepsUp } from '../checkers/keeps-up.ts';
 import { checkDatabaseEffects } from '../checkers/database-effects.ts';
+import { checkOutputLogIntact } from '../checkers/log-start.ts';
+import { partitionOffsets } from '../../kafka/inspect.ts';
 import { checkPipelineOutput, readPipelineOutput } from '../checkers/pipeline-output.ts';
 import { checkTransactionTimeouts } from '../checkers/transaction-timeouts.ts';
 import type { Outcome } from '../lifecycle.ts';
@@ -41,9 +43,18 @@ export async function collectPipeline(scenario: PipelineParts): Promise<Outcome>
     ],
   });
   const outputs = verification.outputs + (effects ? effects.rows : 0);
+  // Read after the output: a DeleteRecords racing the readers shows here at the latest.
+  const logStarts = await maintenance.withShared(async () => {
+    const starts = [];
+    for (const t of lab.topics.filter((topic) => topic.role === 'output')) {
+      for (const p of await partitionOffsets(attempt.options.brokers, realTopic(t.name))) starts.push({ topic: t.name, partition: p.partition, logStart: p.logStart });
+    }
+    return starts;
+  });
   const faults = history.faults;
   return {
     checks: verification.checks,
+    integrity: [checkOutputLogIntact(logStarts)],
     outputs,
     abortedRecords: verification.abortedRecords,
     verdict: (checks) => ({

@@ -15,6 +15,7 @@ import type { TransactionTimeoutWatch } from '../checkers/transaction-timeouts.t
 import type { AttemptDatabase } from '../database-attempt.ts';
 import type { Slot, Supervisor } from '../supervisor.ts';
 import { DEFAULTS_ENV } from '../child/protocol.ts';
+import { brokerSeesOpenTransaction } from '../../kafka/open-transaction.ts';
 import type { ManualFault } from '../contract.ts';
 import type { AimedHit } from '../driver/contract.ts';
 import { planFaults, type FaultPlan, type PlannedFault } from '../fault-plan.ts';
@@ -200,13 +201,9 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
     this.attempt.history.mark('wave', 'grader', `${wave.reduce((n, t) => n + t.records.length, 0)} records`);
   }
 
-  /** For programs without our wrapper: was a transaction open? The broker knows (LSO < HWM). */
-  async brokerSaysTransactionOpen(): Promise<boolean | null> {
-    try {
-      return await this.progressTracker.probe.transactionOpen(this.lab.topics.filter((t) => t.role === 'output').map((t) => this.realTopic(t.name)));
-    } catch {
-      return null; // the broker did not say (a restart): unknown
-    }
+  /** Was a transaction open? The broker knows (LSO < HWM on a topic the program writes). */
+  brokerSaysTransactionOpen(): Promise<boolean | null> {
+    return brokerSeesOpenTransaction(this.progressTracker.probe, this.lab.topics.filter((t) => t.role !== 'input').map((t) => this.realTopic(t.name)));
   }
 
   /**
@@ -228,7 +225,7 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
   recordFault(
     fault: Pick<PlannedFault, 'kind'> & Partial<Pick<PlannedFault, 'points' | 'attempt'>>,
     instance: string,
-    event: (Pick<AimedHit, 'point' | 'txnOpen'> & { aimedAt?: string }) | null,
+    event: (Pick<AimedHit, 'point' | 'txnOpen'> & { aimedAt?: string; unconfirmed?: boolean }) | null,
     txnOpen: boolean | null,
     note?: string,
   ): FaultRecord {
@@ -239,6 +236,10 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
     const aimed = event?.aimedAt ? `in the transaction writing ${this.lab.topics.find((t) => t.name === event.aimedAt)?.env ?? event.aimedAt}` : undefined;
     if (aimed) note = note ? `${aimed}; ${note}` : aimed;
     if (!HOLDS_NOTHING.has(fault.kind)) this.lastHoldAt = Date.now();
+    if (event?.unconfirmed) {
+      const unconfirmed = 'the program reported an open transaction, but the broker showed none (LSO = high watermark): not counted as inside one';
+      note = note ? `${note}; ${unconfirmed}` : unconfirmed;
+    }
     const record: FaultRecord = {
       atMs: this.attempt.elapsed(),
       kind: fault.kind,
@@ -275,6 +276,7 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
       INSTANCE_ID: `i${slot}`,
       ...(this.database ? { DATABASE_URL: this.database.url } : {}),
       KAFKAJS_NO_PARTITIONER_WARNING: '1',
+      ...this.attempt.tenancyEnv(),
       [DEFAULTS_ENV]: JSON.stringify(this.lab.kafkajs),
       ...(this.api && this.lab.api ? { [this.lab.api.env]: this.api.baseUrl } : {}),
     };
@@ -336,7 +338,8 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
         output: (instance, stream, line) => attempt.sink.line(instance, stream, line),
       });
     }
-    const transactions = planSeedTransactions(this.lab);
+    // The input is drawn from the grade's seed too (seeder.ts): it cannot be known in advance.
+    const transactions = planSeedTransactions(this.lab, this.faultPlan?.seed);
     // One wave per fault, a spare per fault for the "after a send" fallback, one for the zombie's
     // replacement to chew on, and a last one. A fault must never find the input used up.
     // Several instances also get a warm-up wave (see below).

@@ -202,6 +202,14 @@ export function mountWorkbench(mountPoint: HTMLElement, payloadData: unknown): M
       case 'fault':
         if (ours()) terminal.print([formatFault(message.fault)]);
         return;
+      case 'queue':
+        // The server grades a few programs at a time; say where this one waits.
+        terminal.print([
+          message.position > 0
+            ? ansi.yellow(`Waiting for a free grader: ${message.position === 1 ? 'next in line' : `position ${message.position} in the queue`} (Stop leaves the queue).`)
+            : ansi.dim('A grader is free: grading starts.'),
+        ]);
+        return;
       case 'report':
         if (message.report.lab !== labId) return;
         activity = 'idle';

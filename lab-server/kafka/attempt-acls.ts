@@ -1,0 +1,157 @@
+/**
+ * One attempt's Kafka identity: a user (kafka/credentials.ts) and the ACLs that wall it into its
+ * namespace, granted before its program starts and deleted when the attempt ends. Least
+ * privilege, allow-list only (the broker denies whatever no ACL allows):
+ *  - every topic of the namespace (PREFIXED "NS-"): READ, DESCRIBE;
+ *  - the topics the program writes (its outputs and the internal ones between its stages): WRITE;
+ *  - its consumer groups (PREFIXED "NS-"): READ;
+ *  - its transactional ids (PREFIXED "NS-"): WRITE, DESCRIBE;
+ *  - the cluster: IDEMPOTENT_WRITE (implied by topic WRITE since Kafka 3.0, granted for older brokers).
+ * No CREATE, DELETE, ALTER or ALTER_CONFIGS anywhere, nothing on internal topics unless a lab
+ * declares a read of one (the hanging-transaction monitor reads __transaction_state).
+ */
+import type { Admin, Kafka } from 'kafkajs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describeError, KafkaIqError } from '../core/errors.ts';
+import { retry } from '../core/retry.ts';
+import { createKafka, kafkajs } from './client.ts';
+import { attemptUser, passwordFor, saslEnv } from './credentials.ts';
+
+const { AclResourceTypes, AclOperationTypes, AclPermissionTypes, ResourcePatternTypes } = kafkajs;
+
+export interface AttemptGrants {
+  /** Every name the attempt owns starts with `${namespace}-`. */
+  namespace: string;
+  /** Real names of the topics the program writes. */
+  writeTopics: readonly string[];
+  /** Topics outside the namespace the lab's program must read (LITERAL, READ+DESCRIBE). */
+  extraReadTopics?: readonly string[];
+  /** When the user's password stops working, whatever happens to this process. */
+  expiresAtMs: number;
+}
+
+type AclEntry = Parameters<Admin['createAcls']>[0]['acl'][number];
+
+/** The ACL bindings of an attempt: exactly the list the file comment gives. */
+export function attemptAcls(user: string, grants: AttemptGrants): AclEntry[] {
+  const principal = `User:${user}`;
+  const prefix = `${grants.namespace}-`;
+  const allow = (resourceType: number, resourceName: string, resourcePatternType: number, operation: number): AclEntry => ({
+    resourceType,
+    resourceName,
+    resourcePatternType,
+    principal,
+    host: '*',
+    operation,
+    permissionType: AclPermissionTypes.ALLOW,
+  });
+  const { TOPIC, GROUP, TRANSACTIONAL_ID, CLUSTER } = AclResourceTypes;
+  const { PREFIXED, LITERAL } = ResourcePatternTypes;
+  const { READ, WRITE, DESCRIBE, IDEMPOTENT_WRITE } = AclOperationTypes;
+  for (const topic of grants.writeTopics) {
+    if (!topic.startsWith(prefix)) throw new KafkaIqError('INTERNAL', `write topic ${topic} is outside the attempt's namespace ${grants.namespace}`);
+  }
+  return [
+    allow(TOPIC, prefix, PREFIXED, READ),
+    ...grants.writeTopics.map((t) => allow(TOPIC, t, LITERAL, WRITE)),
+    allow(GROUP, prefix, PREFIXED, READ),
+    allow(TRANSACTIONAL_ID, prefix, PREFIXED, WRITE),
+    allow(TRANSACTIONAL_ID, prefix, PREFIXED, DESCRIBE),
+    allow(CLUSTER, 'kafka-cluster', LITERAL, IDEMPOTENT_WRITE),
+    ...(grants.extraReadTopics ?? []).flatMap((t) => [allow(TOPIC, t, LITERAL, READ), allow(TOPIC, t, LITERAL, DESCRIBE)]),
+    // Last on purpose: the broker applies one CreateAcls as one batch, and this is what
+    // waitUntilGranted probes for.
+    allow(TOPIC, prefix, PREFIXED, DESCRIBE),
+  ];
+}
+
+export interface AttemptIdentity {
+  user: string;
+  /** The env a program gets besides KAFKA_BROKERS: KAFKA_SASL_MECHANISM/USERNAME/PASSWORD, KAFKA_SECURITY_PROTOCOL. */
+  env: Record<string, string>;
+  /** How long the grant took (createAcls plus waiting until every broker applies them). */
+  setupMs: number;
+  /** Deletes every ACL of the user; idempotent, best effort after a retry (the user expires anyway). */
+  revoke(): Promise<void>;
+}
+
+/**
+ * Grants the attempt its ACLs and waits until every broker enforces them: a program must never
+ * start before its rights exist, or its first Metadata would fail with an authorization error.
+ */
+export async function grantAttempt(kafka: Kafka, brokers: readonly string[], grants: AttemptGrants, probeTopic: string): Promise<AttemptIdentity> {
+  const started = performance.now();
+  const user = attemptUser(grants.namespace, grants.expiresAtMs);
+  const admin = kafka.admin();
+  try {
+    // Another grade's broker-restart fault may have the broker down right now: retry past it
+    // (CreateAcls of the same bindings twice is harmless).
+    await retry(
+      async () => {
+        await admin.connect();
+        await admin.createAcls({ acl: attemptAcls(user, grants) });
+      },
+      { retries: 12, minDelayMs: 250, maxDelayMs: 2_000 },
+    );
+  } catch (err) {
+    throw new KafkaIqError('BROKER_UNREACHABLE', `Kafka did not accept the attempt's ACLs (${describeError(err)}): is the broker running, and is the lab server's user a super user?`, { cause: err });
+  } finally {
+    await admin.disconnect().catch(() => {});
+  }
+  await Promise.all(brokers.map((b) => waitUntilGranted(b, user, probeTopic)));
+  let revoked: Promise<void> | null = null;
+  return {
+    user,
+    env: saslEnv(user),
+    setupMs: Math.round(performance.now() - started),
+    revoke: () => (revoked ??= revokeUser(kafka, user)),
+  };
+}
+
+async function revokeUser(kafka: Kafka, user: string): Promise<void> {
+  const filter = {
+    resourceType: AclResourceTypes.ANY,
+    resourcePatternType: ResourcePatternTypes.ANY,
+    principal: `User:${user}`,
+    host: '*',
+    operation: AclOperationTypes.ANY,
+    permissionType: AclPermissionTypes.ANY,
+  };
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const admin = kafka.admin();
+    try {
+      await admin.connect();
+      await admin.deleteAcls({ filters: [filter as Parameters<Admin['deleteAcls']>[0]['filters'][number]] });
+      return;
+    } catch {
+      // The broker is restarting (a fault of another grade): try again shortly; if it never
+      // answers, the user's expiry still ends its rights.
+      await sleep(500 * (attempt + 1));
+    } finally {
+      await admin.disconnect().catch(() => {});
+    }
+  }
+}
+
+/** Asks one broker, as the attempt's user, to describe a topic of the namespace until it may. */
+async function waitUntilGranted(broker: string, user: string, topic: string): Promise<void> {
+  const admin = createKafka([broker], 'kafkaiq-acl-probe', {
+    sasl: { mechanism: 'plain', username: user, password: passwordFor(user) },
+    retry: { retries: 0 },
+  }).admin();
+  const deadline = Date.now() + 30_000;
+  try {
+    for (;;) {
+      try {
+        await admin.connect();
+        await admin.fetchTopicMetadata({ topics: [topic] });
+        return;
+      } catch (err) {
+        if (Date.now() > deadline) throw new KafkaIqError('BROKER_UNREACHABLE', `Broker ${broker} did not apply the attempt's ACLs within 30 s (${describeError(err)}).`);
+        await sleep(25);
+      }
+    }
+  } finally {
+    await admin.disconnect().catch(() => {});
+  }
+}
