@@ -62,7 +62,7 @@ describe('program drivers', () => {
   });
 
   it('the instrumented driver arms the crash point over IPC and resolves with the hit', async () => {
-    const { ctx, waves } = context(null);
+    const { ctx, waves } = context(true); // the broker confirms the open transaction
     const process = new FakeProcess('i1', 1);
     const slot: Slot = { slot: 1, current: process, incarnation: 1, txnOpen: false, restartsInARow: 0 };
     const armed = instrumented.armAndWrite(ctx, slot, fault, 'kill', [{ records: [], commit: true }]);
@@ -74,6 +74,18 @@ describe('program drivers', () => {
     expect(waves).toEqual([1]);
     slot.txnOpen = true;
     expect(await instrumented.openTransactionNow(ctx, slot)).toBe(true);
+  });
+
+  it("a hit's open transaction the broker does not show is not believed (a forged answer)", async () => {
+    for (const brokerSays of [false, null]) {
+      const { ctx } = context(brokerSays);
+      const process = new FakeProcess('i1', 1);
+      const slot: Slot = { slot: 1, current: process, incarnation: 1, txnOpen: false, restartsInARow: 0 };
+      const armed = instrumented.armAndWrite(ctx, slot, fault, 'kill', [{ records: [], commit: true }]);
+      await new Promise((r) => setImmediate(r));
+      process.report({ t: 'hit', point: 'after:send', action: 'kill', txnOpen: true });
+      expect((await armed).event).toMatchObject({ point: 'after:send', txnOpen: false, unconfirmed: true });
+    }
   });
 
   it('the opaque driver arms nothing: it writes the wave and asks the broker whether a transaction is open', async () => {
