@@ -6,6 +6,7 @@ import { parseWithFriendlyErrors } from '../../src/shared/validate.ts';
 import { KafkaIqError } from '../core/errors.ts';
 import { LABS_DIR } from '../core/paths.ts';
 import { CHECK_NAMES, type CheckName } from '../../src/shared/report.ts';
+import { parseExpectFail } from '../../src/shared/lab-coverage.ts';
 import { apiLabProblems } from '../api/lab-rules.ts';
 
 export interface BrokenVariant {
@@ -35,6 +36,8 @@ export function listLabIds(): string[] {
 }
 
 const cache = new Map<string, Promise<LoadedLab>>();
+/** How often each lab was reloaded: a new query string makes the module loader import lab.ts afresh. */
+const reloads = new Map<string, number>();
 
 /** Loads and validates labs/<id>; every problem is one line naming the file and field. */
 export function loadLab(id: string): Promise<LoadedLab> {
@@ -47,13 +50,24 @@ export function loadLab(id: string): Promise<LoadedLab> {
   return loaded;
 }
 
+/**
+ * Loads labs/<id> afresh after an edit (`kafkaiq check --watch`): lab.ts is imported again and the
+ * folder read again. Modules that lab.ts imports stay as first loaded.
+ */
+export function reloadLab(id: string): Promise<LoadedLab> {
+  cache.delete(id);
+  reloads.set(id, (reloads.get(id) ?? 0) + 1);
+  return loadLab(id);
+}
+
 async function readLab(id: string): Promise<LoadedLab> {
   if (!labIdSchema.safeParse(id).success || !fs.existsSync(path.join(LABS_DIR, id, 'lab.ts'))) {
     const known = listLabIds();
     throw new KafkaIqError('LAB_NOT_FOUND', `No lab "${id}"${known.length ? `: known labs are ${known.join(', ')}` : ''}.`);
   }
   const dir = path.join(LABS_DIR, id);
-  const module = await import(pathToFileURL(path.join(dir, 'lab.ts')).href);
+  const reload = reloads.get(id);
+  const module = await import(pathToFileURL(path.join(dir, 'lab.ts')).href + (reload ? `?reload=${reload}` : ''));
   const definition = parseWithFriendlyErrors(labDefinitionSchema, module.default, `Invalid lab "${id}" (labs/${id}/lab.ts)`, 'LAB_INVALID');
   assertConsistent(id, definition);
   const required = (name: string) => {
@@ -69,15 +83,14 @@ async function readLab(id: string): Promise<LoadedLab> {
         .sort()
         .map((f) => {
           const file = path.join(brokenDir, f);
-          const first = fs.readFileSync(file, 'utf8').split('\n', 1)[0] ?? '';
-          const match = /^\/\/\s*expect-fail:\s*([a-z-]+)\s*$/.exec(first);
-          if (!match || !(CHECK_NAMES as readonly string[]).includes(match[1]!)) {
+          const expectFail = parseExpectFail(fs.readFileSync(file, 'utf8'));
+          if (!expectFail) {
             throw new KafkaIqError(
               'LAB_INVALID',
               `labs/${id}/broken/${f} must start with '// expect-fail: <check>' naming one of: ${CHECK_NAMES.join(', ')}.`,
             );
           }
-          return { name: f.replace(/\.ts$/, ''), file, expectFail: match[1] as CheckName };
+          return { name: f.replace(/\.ts$/, ''), file, expectFail };
         })
     : [];
   return {
