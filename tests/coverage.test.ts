@@ -4,9 +4,11 @@
  * fixtures `kafkaiq check --watch` grades again for a saved file. No broker: these are
  * declarations; tests/labs.test.ts grades the fixtures and proves each fails the check it names.
  */
+import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { labCoverageProblems, loadLabFacts } from '../lab-server/labs/coverage.ts';
 import { listLabIds, loadLab } from '../lab-server/labs/load-lab.ts';
+import { scaffoldLab } from '../lab-server/labs/scaffold.ts';
 import { mergeWatchTargets, watchTargetOf } from '../lab-server/labs/watch-lab.ts';
 import { judgeFixture, type Fixture } from '../lab-server/runner/check-labs.ts';
 import { labDefinitionSchema, type LabDefinitionInput } from '../src/shared/lab.ts';
@@ -85,6 +87,16 @@ describe('the coverage rule', () => {
     expect(parse({ check: 'no-loss', coverage: 'none' })).toBe(false);
     expect(parse({ check: 'no-loss', coverage: 'some', reason: 'a reason of some length' })).toBe(false);
     expect(parse({ check: 'no-loss', coverage: 'none', reason: 'a reason of some length', fixture: 'x' })).toBe(false);
+  });
+
+  it('holds for a lab scaffolded by kafkaiq new, before its author changes anything', async () => {
+    const id = `zz-coverage-probe-${process.pid}`;
+    const dir = scaffoldLab(id);
+    try {
+      expect(await labCoverageProblems([id])).toEqual([]);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('holds for every lab in labs/ (CI: a lab cannot land with a check nothing proves able to fail)', async () => {
