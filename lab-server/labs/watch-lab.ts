@@ -47,14 +47,15 @@ export interface WatchOptions {
 }
 
 /**
- * Watches labs/<lab>/ until `signal` aborts; grades the whole lab once at the start, then what
- * each change asks for. Changes during a grade are collected and graded right after it.
+ * Watches labs/<lab>/ until `signal` aborts and grades what each change asks for (nothing at the
+ * start: `kafkaiq check <lab>` is the whole matrix). Changes during a grade are collected and
+ * graded right after it.
  */
 export async function watchLab(labId: string, clusters: ClusterSource, signal: AbortSignal, options: WatchOptions): Promise<void> {
   const dir = path.join(LABS_DIR, labId);
   if (!fs.existsSync(path.join(dir, 'lab.ts'))) throw new KafkaIqError('LAB_NOT_FOUND', `No lab "${labId}" to watch: there is no labs/${labId}/lab.ts.`);
   const { log } = options;
-  let pending: WatchTarget[] = [{ kind: 'lab' }];
+  let pending: WatchTarget[] = [];
   let wake: () => void = () => {};
   let timer: NodeJS.Timeout | undefined;
   const watcher = fs.watch(dir, { recursive: true }, (_event, file) => {
@@ -67,12 +68,14 @@ export async function watchLab(labId: string, clusters: ClusterSource, signal: A
   });
   const stopped = new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
   try {
+    for (const problem of await labCoverageProblems([labId])) log(`✗ coverage: ${problem}`);
+    log(`Watching labs/${labId}/: save a program to grade it again, lab.ts to grade the whole lab (Ctrl-C stops).`);
     while (!signal.aborted) {
       const target = mergeWatchTargets(pending);
       pending = [];
       if (target.kind !== 'none') await regrade(labId, target, clusters, options);
       if (signal.aborted) break;
-      if (!pending.length) log(`\nWatching labs/${labId}/ (Ctrl-C stops).`);
+      if (target.kind !== 'none' && !pending.length) log(`\nWatching labs/${labId}/ (Ctrl-C stops).`);
       // Sleep until the debounce timer fires or Ctrl-C; changes made meanwhile are in `pending`.
       if (!pending.length) await Promise.race([new Promise<void>((resolve) => (wake = resolve)), stopped]);
     }
