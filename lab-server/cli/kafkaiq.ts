@@ -106,7 +106,7 @@ async function main(argv: string[]): Promise<number> {
         parallel: values.parallel ? Number(values.parallel) : undefined,
         log: (l) => console.log(l),
       });
-      if (coverage.length) console.log(`\n${coverage.length} coverage problem${coverage.length === 1 ? "" : "s"}: see the "coverage" lines above (and AUTHORING.md, "Coverage").`);
+      if (coverage.length) console.log(`\n${coverage.length} coverage problem${coverage.length === 1 ? '' : 's'}: see the "coverage" lines above (and AUTHORING.md, "Coverage").`);
       return results.every((r) => r.ok) && !coverage.length ? 0 : 1;
     }
     const [labId, file] = rest;
