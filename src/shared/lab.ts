@@ -315,6 +315,24 @@ export const databaseSpecSchema = z
   .strict();
 export type DatabaseSpec = z.infer<typeof databaseSpecSchema>;
 
+/**
+ * The coverage rule (`kafkaiq check`, tests/coverage.test.ts): every check a lab lists must be
+ * failed by at least one of its fixtures, or be declared here as one that cannot fail in this lab.
+ */
+export const checkCoverageSchema = z
+  .object({
+    check: checkNameSchema.describe('A check from `checks`'),
+    coverage: z.literal('none').describe('No fixture fails this check, on purpose'),
+    reason: z
+      .string()
+      .min(10)
+      .max(240)
+      .regex(/^[^\n]+$/, 'must be one line')
+      .describe('One line saying why this check cannot fail in this lab; `kafkaiq labs` and the Labs page show it'),
+  })
+  .strict();
+export type CheckCoverage = z.infer<typeof checkCoverageSchema>;
+
 /** Fields every lab kind has. */
 const labCommonShape = {
   title: z.string().min(3).describe('Shown on the workbench'),
@@ -332,6 +350,10 @@ const labLimitsShape = {
     })
     .strict(),
   checks: z.array(checkNameSchema).min(1).describe('Checks that decide the verdict; zero checks is never a pass'),
+  checkCoverage: z
+    .array(checkCoverageSchema)
+    .default([])
+    .describe("Checks no fixture of this lab can fail, each with coverage: 'none' and why (every other check needs a fixture that fails it)"),
   instances: z.number().int().min(1).max(6).default(1).describe('Instances running at once (each with its own identity slot)'),
   kafkajs: kafkajsDefaultsSchema.default({ consumer: {}, producer: {}, client: {} }),
   timeLimitMs: z.number().int().min(5_000).max(600_000).default(90_000).describe('Wall-clock limit of a full grade'),
