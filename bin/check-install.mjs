@@ -3,13 +3,7 @@
 // unreachable) ends here, with the fix, instead of in npm's rollback of the whole install.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
-const pinned = manifest.optionalDependencies.node;
-const binary = path.join(ROOT, 'node_modules', 'node', 'bin', process.platform === 'win32' ? 'node.exe' : 'node');
+import { PINNED_NODE_BINARY as binary, PINNED_NODE_VERSION as pinned } from './runtime-pin.mjs';
 
 function fail(line) {
   console.error(`kafkaiq: ${line}`);

@@ -6,16 +6,7 @@
 // Plain JavaScript on purpose: it must run on whatever Node the user has, before tsx loads.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
-
-/** The pinned version, e.g. "26.10.0" (exact, from package.json). */
-export const PINNED_NODE_VERSION = manifest.optionalDependencies?.node ?? manifest.dependencies?.node;
-/** The binary the `node` package installs. */
-export const PINNED_NODE_BINARY = path.join(ROOT, 'node_modules', 'node', 'bin', process.platform === 'win32' ? 'node.exe' : 'node');
+import { PINNED_NODE_BINARY, PINNED_NODE_VERSION, ROOT } from './runtime-pin.mjs';
 
 if (`v${PINNED_NODE_VERSION}` !== process.version && !process.env.KAFKAIQ_ANY_NODE) {
   if (!fs.existsSync(PINNED_NODE_BINARY)) {

@@ -79,7 +79,7 @@ describe('the install check (npm postinstall)', () => {
     const root = fs.mkdtempSync(path.join(ROOT_DIR, '.kafkaiq', 'install-check-'));
     try {
       fs.mkdirSync(path.join(root, 'bin'));
-      fs.copyFileSync(path.join(ROOT_DIR, 'bin/check-install.mjs'), path.join(root, 'bin/check-install.mjs'));
+      for (const file of ['bin/check-install.mjs', 'bin/runtime-pin.mjs']) fs.copyFileSync(path.join(ROOT_DIR, file), path.join(root, file));
       fs.copyFileSync(path.join(ROOT_DIR, 'package.json'), path.join(root, 'package.json'));
       const result = check(root, 'npm/11.19.1 node/v20.20.2 linux x64 workspaces/false');
       expect(result.status).toBe(1);

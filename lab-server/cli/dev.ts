@@ -10,34 +10,24 @@ import { ClusterPool } from '../broker/cluster-pool.ts';
 import { describeError, KafkaIqError } from '../core/errors.ts';
 import { LABS_DIR, ROOT_DIR } from '../core/paths.ts';
 import { forgetLab, loadLab } from '../labs/load-lab.ts';
-import { createLabSession } from '../runner/lab-session.ts';
-import { openAttemptStore } from '../server/attempt-store.ts';
 import { ATTEMPTS_API_PREFIX } from '../server/attempts-api.ts';
 import { CLASS_VIEW_PATH, instructorTokenFromEnv } from '../server/class-view.ts';
-import { createLabServer, WS_PATH } from '../server/lab-server.ts';
+import { WS_PATH } from '../server/lab-server.ts';
+import { listenAddressFromEnv, startLabBackend, stopOnSignals } from './lab-backend.ts';
 
 /** Changes within this window (an editor's save = several events) are one reload. */
 const LAB_RELOAD_DEBOUNCE_MS = 150;
 
 async function main(): Promise<void> {
-  const port = Number(process.env.PORT ?? 4321);
-  const host = process.env.HOST ?? '127.0.0.1';
-  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new KafkaIqError('INVALID_INPUT', `PORT must be a port number, got "${process.env.PORT}".`);
+  const { port, host } = listenAddressFromEnv();
+  const instructorToken = instructorTokenFromEnv();
   console.log(`KafkaIQ dev on Node ${process.version} (pinned)`);
   const clusters = new ClusterPool({ log: (line) => console.log(line) });
   const cluster = await clusters.get('single');
   console.log(`Kafka: ${cluster.brokers.join(',')} (${cluster.origin})`);
-  const store = openAttemptStore();
   // Loopback only, on a free port: nothing but the dev server's proxy is meant to reach it.
-  const labServer = await createLabServer({
-    port: 0,
-    host: '127.0.0.1',
-    staticDir: path.join(ROOT_DIR, 'dist'),
-    createSession: (options) => createLabSession({ ...options, cluster, clusters }),
-    store,
-    cluster: { brokers: cluster.brokers.join(','), brokerFaults: cluster.control !== null },
-    instructorToken: instructorTokenFromEnv(),
-  });
+  const backend = await startLabBackend({ clusters, cluster, port: 0, host: '127.0.0.1', staticDir: path.join(ROOT_DIR, 'dist'), command: 'npm run dev', instructorToken });
+  const labServer = backend.server;
   const stopWatching = watchLabs();
 
   process.env.ASTRO_TELEMETRY_DISABLED = '1';
@@ -63,16 +53,12 @@ async function main(): Promise<void> {
   });
   console.log(`\nKafkaIQ dev server: http://${host}:${site.address.port}/  (lessons reload as you edit; Ctrl-C to stop)`);
 
-  const shutdown = async () => {
+  stopOnSignals(async () => {
     stopWatching();
     await site.stop();
-    await labServer.close();
-    store.close();
+    await backend.close();
     await clusters.close();
-    process.exit(0);
-  };
-  process.once('SIGINT', shutdown);
-  process.once('SIGTERM', shutdown);
+  });
 }
 
 /** Re-reads a lab when a file in its folder changes, and says in one line whether it still loads. */

@@ -10,10 +10,8 @@ import { ClusterPool } from '../broker/cluster-pool.ts';
 import { describeError, KafkaIqError } from '../core/errors.ts';
 import { ROOT_DIR } from '../core/paths.ts';
 import { redactUrl } from '../db/pool.ts';
-import { createLabSession } from '../runner/lab-session.ts';
-import { openAttemptStore } from '../server/attempt-store.ts';
 import { CLASS_VIEW_PATH, instructorTokenFromEnv } from '../server/class-view.ts';
-import { createLabServer } from '../server/lab-server.ts';
+import { listenAddressFromEnv, startLabBackend, stopOnSignals } from './lab-backend.ts';
 
 const DIST = path.join(ROOT_DIR, 'dist');
 
@@ -49,9 +47,7 @@ async function buildSite(): Promise<void> {
 
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { rebuild: { type: 'boolean', default: false }, 'no-build': { type: 'boolean', default: false } } });
-  const port = Number(process.env.PORT ?? 4321);
-  const host = process.env.HOST ?? '127.0.0.1';
-  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new KafkaIqError('INVALID_INPUT', `PORT must be a port number, got "${process.env.PORT}".`);
+  const { port, host } = listenAddressFromEnv();
   const instructorToken = instructorTokenFromEnv();
 
   // The runtime every learner program runs on (pinned in package.json; see bin/pinned-node.mjs).
@@ -66,30 +62,15 @@ async function main(): Promise<void> {
   );
   try {
     if (!values['no-build'] && (values.rebuild || siteIsStale())) await buildSite();
-    const store = openAttemptStore();
-    const server = await createLabServer({
-      port,
-      host,
-      staticDir: DIST,
-      createSession: (options) => createLabSession({ ...options, cluster, clusters }),
-      store,
-      cluster: { brokers: cluster.brokers.join(','), brokerFaults: cluster.control !== null },
-      instructorToken,
-    }).catch((err: NodeJS.ErrnoException) => {
-      if (err.code === 'EADDRINUSE') throw new KafkaIqError('PORT_TAKEN', `Port ${port} is taken: stop the other program or choose another with PORT=4322 npm start.`);
-      throw err;
-    });
-    if (instructorToken) console.log(`Class view: ${server.url}${CLASS_VIEW_PATH}?token=<KAFKAIQ_INSTRUCTOR_TOKEN>`);
-    console.log(`\nKafkaIQ is ready: ${server.url}/  (Ctrl-C to stop)`);
-    const shutdown = async () => {
+    const backend = await startLabBackend({ clusters, cluster, port, host, staticDir: DIST, command: 'npm start', instructorToken });
+    const { url } = backend.server;
+    if (backend.classView) console.log(`Class view: ${url}${CLASS_VIEW_PATH}?token=<KAFKAIQ_INSTRUCTOR_TOKEN>`);
+    console.log(`\nKafkaIQ is ready: ${url}/  (Ctrl-C to stop)`);
+    stopOnSignals(async () => {
       console.log('\nStopping...');
-      await server.close();
-      store.close();
+      await backend.close();
       await clusters.close();
-      process.exit(0);
-    };
-    process.once('SIGINT', shutdown);
-    process.once('SIGTERM', shutdown);
+    });
   } catch (err) {
     await clusters.close();
     throw err;

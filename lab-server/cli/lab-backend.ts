@@ -1,0 +1,70 @@
+/**
+ * What `npm start` and `npm run dev` both run behind their site: the attempt store and the lab
+ * server (WebSocket, attempts API, class view) on the teaching cluster.
+ */
+import type { ClusterPool } from '../broker/cluster-pool.ts';
+import type { KafkaCluster } from '../broker/cluster.ts';
+import { KafkaIqError } from '../core/errors.ts';
+import { createLabSession } from '../runner/lab-session.ts';
+import { openAttemptStore } from '../server/attempt-store.ts';
+import { createLabServer, type LabServer } from '../server/lab-server.ts';
+
+/** PORT and HOST from the environment, checked. */
+export function listenAddressFromEnv(): { port: number; host: string } {
+  const port = Number(process.env.PORT ?? 4321);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new KafkaIqError('INVALID_INPUT', `PORT must be a port number, got "${process.env.PORT}".`);
+  return { port, host: process.env.HOST ?? '127.0.0.1' };
+}
+
+export interface LabBackend {
+  server: LabServer;
+  /** Whether the class view is on (KAFKAIQ_INSTRUCTOR_TOKEN). */
+  classView: boolean;
+  close(): Promise<void>;
+}
+
+export async function startLabBackend(options: {
+  clusters: ClusterPool;
+  cluster: Pick<KafkaCluster, 'brokers' | 'control'>;
+  port: number;
+  host: string;
+  staticDir: string;
+  /** The command to name in a "port taken" error, e.g. 'npm start'. */
+  command: string;
+  /** From instructorTokenFromEnv(), read before anything starts so a bad token fails at once. */
+  instructorToken: string | undefined;
+}): Promise<LabBackend> {
+  const { clusters, cluster, instructorToken } = options;
+  const store = openAttemptStore();
+  const server = await createLabServer({
+    port: options.port,
+    host: options.host,
+    staticDir: options.staticDir,
+    createSession: (session) => createLabSession({ ...session, cluster, clusters }),
+    store,
+    cluster: { brokers: cluster.brokers.join(','), brokerFaults: cluster.control !== null },
+    instructorToken,
+  }).catch((err: NodeJS.ErrnoException) => {
+    store.close();
+    if (err.code === 'EADDRINUSE') throw new KafkaIqError('PORT_TAKEN', `Port ${options.port} is taken: stop the other program or choose another with PORT=4322 ${options.command}.`);
+    throw err;
+  });
+  return {
+    server,
+    classView: instructorToken !== undefined,
+    async close() {
+      await server.close();
+      store.close();
+    },
+  };
+}
+
+/** Runs stop() once on Ctrl-C or SIGTERM, then exits. */
+export function stopOnSignals(stop: () => Promise<void>): void {
+  const shutdown = async () => {
+    await stop();
+    process.exit(0);
+  };
+  process.once('SIGINT', shutdown);
+  process.once('SIGTERM', shutdown);
+}
