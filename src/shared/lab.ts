@@ -250,8 +250,11 @@ export type ApiEffectsFn = (input: SeedRecord, context: TransformContext) => Exp
 export const apiSpecSchema = z
   .object({
     service: z
-      .enum(['payments', 'rankings'])
-      .describe('Which effects count: payments (POST /payments, one charge per call) or rankings (POST /rankings and PUT /rankings/:campaignId/:windowStart/:windowEnd, upserts)'),
+      .enum(['payments', 'rankings', 'saga'])
+      .describe(
+        'Which effects count: payments (POST /payments, one charge per call), rankings (POST /rankings and PUT /rankings/:campaignId/:windowStart/:windowEnd, upserts) ' +
+          'or saga (an inventory and a card service: POST /inventory/reservations, POST /inventory/releases, POST /charges; effects named <step>:<orderId>, judged per saga by saga-outcome)',
+      ),
     env: envName.default('API_URL').describe('Environment variable that carries the base URL of the attempt\'s API, e.g. http://127.0.0.1:41234/a/<attempt>'),
     effects: fn<ApiEffectsFn>('(input, context) => [{ id, body? }]').describe('The effects each committed input must cause, by id; aborted inputs must cause none'),
     what: z.string().min(2).max(40).default('effect').describe('What one effect is called in the report, e.g. "charge" or "ranking update"'),

@@ -22,6 +22,8 @@ export const CHECK_NAMES = [
   'no-lost-effects',
   'effects-correct',
   'no-transaction-timeouts',
+  // Saga labs: every saga that started ended completed or fully compensated.
+  'saga-outcome',
 ] as const;
 export const checkNameSchema = z.enum(CHECK_NAMES).describe('A named property the grader verifies after the run');
 export type CheckName = z.infer<typeof checkNameSchema>;
