@@ -117,14 +117,16 @@ export default defineLab({
   faults: {
     // kill after:http: a step is applied and answered, the saga's event is not committed: the
     // restart runs the saga again from its first step (its steps must be recognised as repeats:
-    // no key, and the stock is held twice). On the 2nd or 3rd call after arming: in the middle of
-    // a saga or between two. kill after:commit: the batch is committed; a compensation left for
-    // later (in memory, after the commit) is never run. before:http: a saga before its first call.
+    // no key, and the stock is held twice). On the 2nd call after arming: inside the batch's first
+    // saga; on the 4th: in its second saga, after the first one ended (an event published outside
+    // the transaction is out). kill after:commit (twice: it must find a declined order in the
+    // batch): the sagas are ended; a compensation left for later (in memory, after the commit) is
+    // never run. before:http: a saga before its first call.
     // api-timeout: a step applied, its answer lost (a new key per retry applies it twice);
     // api-error: 503, nothing applied (a program that gives up loses the step).
     full: [
       { kind: 'kill', at: ['after:http'], occurrence: 2 },
-      { kind: 'kill', at: ['after:http'], occurrence: 3 },
+      { kind: 'kill', at: ['after:http'], occurrence: 4 },
       { kind: 'kill', at: ['after:commit'] },
       { kind: 'kill', at: ['before:http', 'after:commit'] },
       { kind: 'api-timeout' },
@@ -132,7 +134,7 @@ export default defineLab({
       { kind: 'api-slow' },
     ],
     quick: [
-      { kind: 'kill', at: ['after:http'], occurrence: 2 },
+      { kind: 'kill', at: ['after:http'], occurrence: 4 },
       { kind: 'kill', at: ['after:commit'] },
       { kind: 'kill', at: ['after:commit'] },
       { kind: 'api-timeout' },
