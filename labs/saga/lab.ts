@@ -121,7 +121,8 @@ export default defineLab({
     // saga; on the 4th: in its second saga, after the first one ended (an event published outside
     // the transaction is out). kill after:commit (twice: it must find a declined order in the
     // batch): the sagas are ended; a compensation left for later (in memory, after the commit) is
-    // never run. before:http: a saga before its first call.
+    // never run. before:http: a saga before its first call. after:send: the first event is
+    // written, the batch not committed (an event published outside the transaction is out).
     // api-timeout: a step applied, its answer lost (a new key per retry applies it twice);
     // api-error: 503, nothing applied (a program that gives up loses the step).
     full: [
@@ -129,6 +130,7 @@ export default defineLab({
       { kind: 'kill', at: ['after:http'], occurrence: 4 },
       { kind: 'kill', at: ['after:commit'] },
       { kind: 'kill', at: ['before:http', 'after:commit'] },
+      { kind: 'kill', at: ['after:send'] },
       { kind: 'api-timeout' },
       { kind: 'api-error' },
       { kind: 'api-slow' },
@@ -137,6 +139,7 @@ export default defineLab({
       { kind: 'kill', at: ['after:http'], occurrence: 4 },
       { kind: 'kill', at: ['after:commit'] },
       { kind: 'kill', at: ['after:commit'] },
+      { kind: 'kill', at: ['after:send'] },
       { kind: 'api-timeout' },
       { kind: 'api-error' },
     ],
