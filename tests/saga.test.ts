@@ -147,7 +147,7 @@ describe('saga-outcome', () => {
 describe('saga lab rules', () => {
   it('ties saga-outcome to the saga service', () => {
     expect(apiLabProblems(lab)).toEqual([]);
-    const payments = labDefinitionSchema.parse({ ...sagaLab, api: { ...sagaLab.api!, service: 'payments' } });
+    const payments = labDefinitionSchema.parse({ ...sagaLab, api: { ...lab.api!, service: 'payments' } });
     expect(apiLabProblems(payments)).toContain('checks: "saga-outcome" needs api.service "saga"');
   });
 });
