@@ -48,10 +48,13 @@ export async function collectPipeline(scenario: PipelineParts): Promise<Outcome>
     abortedRecords: verification.abortedRecords,
     verdict: (checks) => ({
       failNote: scenario.timedOut ? ' The time limit was reached before all input was processed.' : '',
-      inconclusive: attempt.driver.hitTransaction(faults, verification.abortedRecords)
-        ? null
-        : `All checks held, but no fault landed inside an open transaction, so exactly-once was not really tested: grade again (another seed).`,
-      passMessage: `All ${checks.length} checks held under ${faults.length} faults (${faults.filter((f) => f.inTransaction).length} inside open transactions).`,
+      // An aimed fault that never hit its point leaves what it tests untested (fault-obligations.ts).
+      inconclusive:
+        scenario.obligations.inconclusiveMessage() ??
+        (attempt.driver.hitTransaction(faults, verification.abortedRecords)
+          ? null
+          : `All checks held, but no fault landed inside an open transaction, so exactly-once was not really tested: grade again (another seed).`),
+      passMessage: `All ${checks.length} checks held under ${faults.length} faults (${faults.filter((f) => f.inTransaction).length} inside open transactions).${scenario.obligations.designNote()}`,
     }),
   };
 }

@@ -26,6 +26,7 @@ export function pipelineSupervisor(scenario: Omit<PipelineParts, 'supervisor'>):
       event: (slot, instance, event) => {
         if (event.t === 'member') return;
         if (instance === slot.current) slot.txnOpen = event.txnOpen;
+        if (event.t === 'call' || event.t === 'hit') scenario.reachedPoints.add(event.point);
         // A commit is work getting done even when the group's offsets have not moved yet (a slow
         // machine, retries after a broker restart): it keeps the settle phase from giving up early.
         if (event.t === 'call' && (event.point === 'after:commit' || event.point === 'after:db-commit') && attempt.phase === 'settling') scenario.progressTracker.lastActivityAt = Date.now();

@@ -5,7 +5,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { PipelineLab } from '../../../src/shared/lab.ts';
-import type { FaultKind, FaultRecord } from '../../../src/shared/report.ts';
+import type { CrashPoint, FaultRecord } from '../../../src/shared/report.ts';
 import { describeError, KafkaIqError } from '../../core/errors.ts';
 import type { ApiNamespace } from '../../api/lab-api.ts';
 import { findTransactionCoordinator, waitForFullIsr } from '../../kafka/coordinator.ts';
@@ -25,6 +25,7 @@ import { injectFault } from '../nemesis/index.ts';
 import { manualFault } from '../nemesis/manual.ts';
 import type { ProgramProcess } from '../program-instance.ts';
 import { InputWriter, planSeedTransactions, splitIntoWaves, type SeedTransaction } from '../seeder.ts';
+import { FaultObligations } from './fault-obligations.ts';
 import { collectPipeline } from './pipeline-collect.ts';
 import type { PipelineParts } from './pipeline-parts.ts';
 import { pipelineSupervisor, preparePipeline } from './pipeline-prepare.ts';
@@ -49,6 +50,9 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
   throughput: ThroughputResult | null = null;
   timedOut = false;
   faultsDone = 0;
+  /** Every crash point some incarnation of the program reached (a 'call' or 'hit' event). */
+  readonly reachedPoints = new Set<CrashPoint>();
+  readonly obligations = new FaultObligations(this.reachedPoints, (line) => this.system(line));
   private faultPlan: FaultPlan | null = null;
   private expected = 0;
   private takeWave: () => SeedTransaction[] = () => [];
@@ -171,7 +175,16 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
     await Promise.race([leave, sleep(3_000)]);
   }
 
-  recordFault(fault: { kind: FaultKind }, instance: string, event: (Pick<AimedHit, 'point' | 'txnOpen'> & { aimedAt?: string }) | null, txnOpen: boolean | null, note?: string): FaultRecord {
+  recordFault(
+    fault: Pick<PlannedFault, 'kind'> & Partial<Pick<PlannedFault, 'points' | 'attempt'>>,
+    instance: string,
+    event: (Pick<AimedHit, 'point' | 'txnOpen'> & { aimedAt?: string }) | null,
+    txnOpen: boolean | null,
+    note?: string,
+  ): FaultRecord {
+    // Only our wrapper can hold a program at a point: an opaque program's faults are not aimed.
+    const aimedAt = this.attempt.driver.kind === 'instrumented' && fault.points?.length ? [...fault.points] : null;
+    const landed = aimedAt ? (event?.point && aimedAt.includes(event.point) ? 'at-point' : 'fallback') : undefined;
     // A crash point aimed at one stage: say which, so the learner can place the evidence.
     const aimed = event?.aimedAt ? `in the transaction writing ${this.lab.topics.find((t) => t.name === event.aimedAt)?.env ?? event.aimedAt}` : undefined;
     if (aimed) note = note ? `${aimed}; ${note}` : aimed;
@@ -182,13 +195,19 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
       ...(event?.point ? { crashPoint: event.point } : {}),
       // A crash point in an HTTP or SQL call lies inside the program's unit of work (nemesis/api-faults.ts).
       inTransaction: event ? event.txnOpen || insideUnitOfWork(event.point) : txnOpen,
+      ...(aimedAt ? { aimedAt, landed } : {}),
+      ...(fault.attempt && fault.attempt > 1 ? { try: fault.attempt } : {}),
       ...(note ? { note } : {}),
     };
     const n = this.attempt.history.fault(record);
-    this.attempt.history.mark('fault', instance, `${fault.kind}${record.crashPoint ? ` at ${record.crashPoint}` : ''}`);
+    const landing = landed === 'fallback' ? ` (fell back; aimed at ${aimedAt!.join(' or ')})` : landed === 'at-point' ? ' (hit its point)' : '';
+    this.attempt.history.mark('fault', instance, `${fault.kind}${record.crashPoint ? ` at ${record.crashPoint}` : ''}${landing}${record.try ? `, try ${record.try}` : ''}`);
     this.attempt.options.listener.fault(record);
     this.system(
-      `fault ${n}/${this.faultPlan?.faults.length ?? 0}: ${fault.kind} ${instance}${record.crashPoint ? ` at ${record.crashPoint}` : ''}${record.inTransaction ? ' (inside an open transaction)' : ''}${note ? ` — ${note}` : ''}`,
+      `fault ${n}/${this.faultPlan?.faults.length ?? 0}: ${fault.kind} ${instance}${record.crashPoint ? ` at ${record.crashPoint}` : ''}${record.inTransaction ? ' (inside an open transaction)' : ''}` +
+        (landed === 'fallback' ? ` — fell back: aimed at ${aimedAt!.join(' or ')}, which the program did not reach in time` : '') +
+        (record.try ? ` (try ${record.try})` : '') +
+        `${note ? ` — ${note}` : ''}`,
     );
     return record;
   }
@@ -270,7 +289,9 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
     // replacement to chew on, and a last one. A fault must never find the input used up.
     // Several instances also get a warm-up wave (see below).
     const multi = this.lab.instances > 1;
-    const waves = splitIntoWaves(transactions, 2 * plan.faults.length + 1 + plan.faults.filter((f) => f.kind === 'zombie').length + (multi ? 1 : 0));
+    // Owed faults (see obligations) are armed again with fresh input: two spare waves per aimed fault.
+    const aimed = plan.faults.filter((f) => f.points?.length).length;
+    const waves = splitIntoWaves(transactions, 2 * plan.faults.length + 1 + plan.faults.filter((f) => f.kind === 'zombie').length + (multi ? 1 : 0) + 2 * aimed);
     this.takeWave = () => waves.shift() ?? [];
     this.expected = transactions.filter((t) => t.commit).reduce((n, t) => n + t.records.length, 0);
     this.system(
@@ -288,13 +309,20 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
       await this.writeWave(this.nextWave());
       await this.progressTracker.waitFor(this.committedWritten, Math.min(15_000, attempt.deadline - Date.now()));
     }
-    for (const fault of plan.faults) {
-      if (Date.now() > attempt.deadline) break;
+    const queue: PlannedFault[] = plan.faults.map((f) => ({ ...f, attempt: 1 }));
+    while (queue.length) {
+      const fault = queue.shift()!;
+      if (Date.now() > attempt.deadline) {
+        this.obligations.outOfTime(fault, queue);
+        break;
+      }
       // Several instances: every start, exit and join is a rebalance. Arm the next fault once the
       // group is stable again, so the instance it targets owns partitions when the wave arrives.
       if (multi) await this.waitForStableGroup(Math.min(12_000, attempt.deadline - Date.now()));
+      const recordedBefore = attempt.history.faults.length;
       await injectFault(this, fault, this.nextWave());
-      this.faultsDone++;
+      if (fault.attempt === 1) this.faultsDone++;
+      this.obligations.settle(fault, attempt.history.faults.slice(recordedBefore), queue, waves.length > 0);
       await this.progressTracker.waitFor(this.committedWritten, Math.min(15_000, attempt.deadline - Date.now()));
     }
     for (const wave of waves) await this.writeWave(wave);
