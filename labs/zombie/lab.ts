@@ -79,7 +79,7 @@ export default defineLab({
       { kind: 'kill', at: ['after:commit'], instance: 2 },
     ],
   },
-  checks: ['no-loss', 'no-duplicates', 'no-aborted-reads', 'transform-correct', 'order-preserved', 'offsets-consistent', 'no-hanging-transactions'],
+  checks: ['no-loss', 'no-duplicates', 'no-aborted-reads', 'transform-correct', 'order-preserved', 'offsets-consistent', 'no-hanging-transactions', 'keeps-up'],
   checkCoverage: [
     {
       check: 'order-preserved',

@@ -157,3 +157,4 @@ export const gradeReportSchema = z
   })
   .strict();
 export type GradeReport = z.infer<typeof gradeReportSchema>;
+

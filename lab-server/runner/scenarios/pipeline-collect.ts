@@ -4,6 +4,7 @@
  * to the checkers (the lifecycle then selects the lab's checks, selectLabChecks).
  */
 import { checkApiEffects } from '../checkers/api-effects.ts';
+import { checkKeepsUp } from '../checkers/keeps-up.ts';
 import { checkDatabaseEffects } from '../checkers/database-effects.ts';
 import { checkPipelineOutput, readPipelineOutput } from '../checkers/pipeline-output.ts';
 import { checkSagaOutcome } from '../checkers/saga-outcome.ts';
@@ -29,9 +30,11 @@ export async function collectPipeline(scenario: PipelineParts): Promise<Outcome>
     inputs,
     faults: history.faults,
     startedAt: attempt.startedAt,
+    transactions: scenario.abandoned ? { heldAtEnd: scenario.heldAtEnd, ...scenario.abandoned } : null,
     extraChecks: [
       ...(scenario.throughput ? [scenario.throughput.check] : []),
       ...(timeoutCheck ? [timeoutCheck] : []),
+      checkKeepsUp(scenario.stallWatch.stalls, scenario.stallWatch.boundMs, scenario.stallWatch.longestMs),
       // Labs that call the lab API: the effects it applied, against what the committed inputs ask for.
       ...(scenario.api && lab.api ? checkApiEffects({ api: lab.api, effects: scenario.api.effects, inputs, faults: history.faults, startedAt: attempt.startedAt }) : []),
       // Saga labs: each started saga, as the effects of its order.
