@@ -25,6 +25,8 @@ export default defineConfig({
 			customCss: ['./src/styles/kafkaiq.css'],
 			lastUpdated: false,
 			pagination: true,
+			// The sidebar shows each lesson's labs passed and Predict score (see the override).
+			components: { Sidebar: './src/components/overrides/Sidebar.astro' },
 			sidebar: [
 				{ label: 'Course overview', link: '/' },
 				{

@@ -14,7 +14,9 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ClusterPool } from '../lab-server/broker/cluster-pool.ts';
 import { listLabIds } from '../lab-server/labs/load-lab.ts';
 import { gradeProgram } from '../lab-server/runner/check-labs.ts';
-import { lessonPrograms, typeCheck } from './support/lesson-programs.ts';
+import fs from 'node:fs';
+import path from 'node:path';
+import { lessonPrograms, ROOT, typeCheck } from './support/lesson-programs.ts';
 
 const programs = lessonPrograms();
 const graded = programs.filter((p) => p.lab);
@@ -37,6 +39,24 @@ describe('lesson programs', () => {
     const wrong = { file: 'src/content/docs/x.mdx', line: 10, lang: 'ts', lab: null, name: 'x.mdx:10', code: "import { Kafka } from 'kafkajs';\nconst kafka = new Kafka({ brokers: 42 });\n" };
     expect(typeCheck([wrong])).toEqual([expect.stringMatching(/^src\/content\/docs\/x\.mdx:12: TS2322 /)]);
   });
+
+  it('shows the partition-slot helper once (10.1.4) and appends it to every program that uses it', () => {
+    const users = programs.filter((p) => p.helper?.name === 'partition-slots');
+    // Lessons 10.1.4, 10.1.4.1, 10.1.4.2 and 10.1.4.3 share it instead of repeating it.
+    expect(users.map((p) => path.basename(p.file)).sort()).toEqual(['04-single-stage.mdx', '05-multi-stage.mdx', '06-fan-out.mdx', '08-stateful-stages.mdx']);
+    for (const program of users) {
+      expect(program.helper!.file).toBe('src/content/docs/10-1/04-single-stage.mdx');
+      expect(program.code).toMatch(/\nasync function runPartitionSlots</);
+    }
+    // A type error in the helper part is reported at the helper's line in lesson 10.1.4.
+    const user = users[0]!;
+    const broken = { ...user, code: user.code.replace('const slots = new Map<number, Slot>();', 'const slots: number = new Map<number, Slot>();') };
+    const errors = typeCheck([broken]);
+    expect(errors[0]).toMatch(/^src\/content\/docs\/10-1\/04-single-stage\.mdx:\d+: TS2322 /);
+    const line = Number(/:(\d+):/.exec(errors[0]!)![1]);
+    const lessonText = fs.readFileSync(path.join(ROOT, user.helper!.file), 'utf8').split('\n');
+    expect(lessonText[line - 1]).toContain('const slots = new Map<number, Slot>();');
+  }, 120_000);
 
   it('type-checks every complete program against kafkajs 2.2.4 types', () => {
     const errors = typeCheck(programs);

@@ -1,6 +1,6 @@
 /** The lab HTTP API's types, shared by the service (namespace.ts, lab-api.ts) and the grader's checkers. */
 
-export type ApiService = 'payments' | 'rankings';
+export type ApiService = 'payments' | 'rankings' | 'saga';
 export type ApiFaultKind = 'api-slow' | 'api-error' | 'api-timeout';
 
 /** One effect the API applied: a charge made, a ranking written. Replays are not effects. */
@@ -14,7 +14,7 @@ export interface ApiEffect {
   path: string;
   /** The Idempotency-Key it came with, or null. */
   key: string | null;
-  /** What the effect is about: the paymentId, or `<campaignId>|<windowStart>|<windowEnd>`. */
+  /** What the effect is about: the paymentId, `<campaignId>|<windowStart>|<windowEnd>`, or a saga step's `<step>:<orderId>`. */
   id: string;
   /** The validated request body (for PUT /rankings, the ranking as a whole). */
   body: Record<string, unknown>;
@@ -24,6 +24,8 @@ export interface ApiEffect {
 
 export type CallOutcome =
   | 'applied'
+  /** Answered without an effect: a declined card (402), a release with nothing reserved. */
+  | 'refused'
   | 'replayed'
   | 'in-progress'
   | 'key-reused'

@@ -22,6 +22,11 @@ export const ENDPOINTS = [
   'POST /rankings {"campaignId","windowStart","windowEnd","count"} -> 201 created / 200 replaced',
   'PUT /rankings/:campaignId/:windowStart/:windowEnd {"count"} -> 201 created / 200 replaced',
   'GET /rankings, GET /rankings/:campaignId/:windowStart/:windowEnd',
+  // The saga lab's participants (saga-service.ts).
+  'POST /inventory/reservations {"orderId","sku","quantity"} -> 201 {"orderId","sku","quantity","status":"reserved"}',
+  'POST /inventory/releases {"orderId","sku","quantity"} -> 200 {"orderId","sku","quantity","status":"released","released"} (nothing held: a no-op, "released":0)',
+  'POST /charges {"orderId","amountCents","card"} -> 201 {"orderId","amountCents","status":"charged"}, or 402 {"error":"card_declined"} and nothing charged',
+  'GET /inventory/reservations (the holds per order)',
 ];
 
 export function parseBody<S extends z.ZodType>(schema: S, raw: string, headers: http.IncomingHttpHeaders): z.output<S> {

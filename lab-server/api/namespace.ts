@@ -6,6 +6,7 @@ import type http from 'node:http';
 import type { ApiCall, ApiEffect, ApiFaultArm, ApiFaultHit, ApiFaultKind, ApiService, CallOutcome } from './contract.ts';
 import { canonical } from './contract.ts';
 import { ENDPOINTS, HttpError, parseBody, send, type Reply } from './http.ts';
+import { SagaParticipants, type StepResult } from './saga-service.ts';
 import { idempotencyKeySchema, paymentRequestSchema, rankingPutSchema, rankingRequestSchema } from './schemas.ts';
 
 const MAX_CALLS_KEPT = 20_000;
@@ -42,6 +43,7 @@ export class ApiNamespace {
   readonly calls: ApiCall[] = [];
   private readonly keys = new Map<string, KeyRecord>();
   private readonly rankings = new Map<string, { campaignId: string; windowStart: string | number; windowEnd: string | number; count: number }>();
+  private readonly saga = new SagaParticipants();
   private armed: ArmedFault | null = null;
   private closed = false;
   /** Pending delays and held answers, released when the namespace closes. */
@@ -176,6 +178,20 @@ export class ApiNamespace {
         this.upsertRanking(campaignId, windowStart, windowEnd, body.count),
       );
     }
+    if (resource === 'inventory' || resource === 'charges') {
+      const reply = this.saga.route(
+        {
+          method,
+          call,
+          allow,
+          parse: (schema) => parseBody(schema, rawBody, headers),
+          applyOnce: (fingerprint, apply) => this.applyOnce('saga', call, headers, res, clientGone, fingerprint, apply),
+        },
+        resource,
+        rest,
+      );
+      if (reply) return reply;
+    }
     throw new HttpError(404, 'not_found', `No endpoint ${method} ${call.path}. This API has: ${ENDPOINTS.join('; ')}.`);
   }
 
@@ -203,7 +219,7 @@ export class ApiNamespace {
     res: http.ServerResponse,
     clientGone: () => boolean,
     fingerprint: string,
-    apply: () => { status: number; text: string; effect: Pick<ApiEffect, 'id' | 'body' | 'changed'> },
+    apply: () => StepResult,
   ): Promise<Reply | null> {
     const rawKey = headers['idempotency-key'];
     if (Array.isArray(rawKey)) throw new HttpError(400, 'invalid_idempotency_key', 'Send one Idempotency-Key header, not several.');
@@ -216,7 +232,7 @@ export class ApiNamespace {
     const error = this.take('received', call);
     if (error) {
       call.outcome = 'injected-error';
-      throw new HttpError(error.status, 'service_unavailable', 'The payments backend is unavailable (injected by the grader); nothing was applied. Retry with the same Idempotency-Key.', {}, { 'retry-after': '1' });
+      throw new HttpError(error.status, 'service_unavailable', 'The service\'s backend is unavailable (injected by the grader); nothing was applied. Retry with the same Idempotency-Key.', {}, { 'retry-after': '1' });
     }
 
     const storeKey = call.key === null ? null : `${service}\u0000${call.key}`;
@@ -240,12 +256,21 @@ export class ApiNamespace {
     }
     if (this.closed) return null;
 
-    const result = apply();
-    this.effects.push({ seq: ++this.seq, at: Date.now(), service, method: call.method, path: call.path, key: call.key, ...result.effect });
+    let result: StepResult;
+    try {
+      result = apply();
+    } catch (err) {
+      // Refused before any effect (a request that contradicts the service's state): the key is
+      // free again, as if this request had never come.
+      if (storeKey !== null) this.keys.delete(storeKey);
+      throw err;
+    }
+    if (result.effect) this.effects.push({ seq: ++this.seq, at: Date.now(), service, method: call.method, path: call.path, key: call.key, ...result.effect });
     if (storeKey !== null) this.keys.set(storeKey, { fingerprint, state: 'done', status: result.status, text: result.text });
-    call.outcome = 'applied';
+    call.outcome = result.effect ? 'applied' : 'refused';
 
-    const timeout = this.take('applying', call);
+    // api-timeout loses the answer of a call that applied a new effect (nothing to lose otherwise).
+    const timeout = result.effect ? this.take('applying', call) : null;
     if (timeout) {
       // Applied and stored: only the answer goes missing. Held until the client gives up; a client
       // that waits longer than holdMs gets a 504, and still does not know the charge went through.

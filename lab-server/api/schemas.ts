@@ -42,3 +42,30 @@ export const idempotencyKeySchema = z
   .min(1, 'must not be empty')
   .max(255, 'must be at most 255 characters')
   .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces');
+
+// ---- the saga lab's two participants (saga-service.ts) --------------------------------------
+
+const orderId = z.string().min(1).max(64).describe('The order the step is for: one saga per order');
+
+/** POST /inventory/reservations and POST /inventory/releases: a stock movement for one order. */
+export const stockMovementSchema = z
+  .object({
+    orderId,
+    sku: z.string().min(1).max(64).describe('The article reserved or released'),
+    quantity: z.number().int().min(1).max(1_000).describe('How many units'),
+  })
+  .strict();
+export type StockMovement = z.infer<typeof stockMovementSchema>;
+
+/** POST /charges: charge an order's total to the customer's card token. */
+export const chargeRequestSchema = z
+  .object({
+    orderId,
+    amountCents: z.number().int().min(1).max(100_000_000).describe('The order total in cents'),
+    card: z
+      .string()
+      .regex(/^tok_[a-z0-9_]{1,40}$/i, 'must be a card token such as "tok_visa"')
+      .describe('The customer\'s card token; the service declines some (402)'),
+  })
+  .strict();
+export type ChargeRequest = z.infer<typeof chargeRequestSchema>;

@@ -13,14 +13,19 @@ import type { ProgramInput } from '../runner/types.ts';
 import { formatReport } from '../runner/format-report.ts';
 import type { SessionListener } from '../runner/contract.ts';
 import { checkLabs, gradeProgram } from '../runner/check-labs.ts';
+import { labCoverageProblems, loadLabFacts } from '../labs/coverage.ts';
+import { watchLab } from '../labs/watch-lab.ts';
+import { formatLabFacts } from '../../src/shared/lab-facts.ts';
 import { databasePool } from '../db/pool.ts';
 
 const USAGE = `Usage:
   kafkaiq grade <lab> <file.ts | --cmd "command"> [--seed N] [--quick] [--json] [--verbose]
   kafkaiq check [<lab>...] [--quick] [--parallel N]
-                                          grade every lab's solution, starter, broken variants and command fixtures
+                                          grade every lab's solution, starter, broken variants and command fixtures,
+                                          after checking that a fixture fails each of a lab's checks (coverage)
+  kafkaiq check --watch <lab> [--quick]   grade again, on every save, the fixtures of labs/<lab>/ that changed
   kafkaiq new <id>                        scaffold labs/<id>
-  kafkaiq labs                            list the labs`;
+  kafkaiq labs [<lab>...]                 each lab's faults, checks (and which fixture fails each), limits, clients`;
 
 function consoleListener(verbose: boolean, json: boolean): SessionListener {
   const out = json ? process.stderr : process.stdout;
@@ -47,6 +52,7 @@ async function main(argv: string[]): Promise<number> {
       verbose: { type: 'boolean', short: 'v', default: false },
       help: { type: 'boolean', short: 'h', default: false },
       parallel: { type: 'string' },
+      watch: { type: 'boolean', default: false },
     },
   });
   const [command, ...rest] = positionals;
@@ -55,7 +61,8 @@ async function main(argv: string[]): Promise<number> {
     return command || values.help ? 0 : 2;
   }
   if (command === 'labs') {
-    for (const id of listLabIds()) console.log(`${id.padEnd(24)} ${(await loadLab(id)).definition.title}`);
+    const ids = rest.length ? rest : listLabIds();
+    for (const id of ids) console.log(`${formatLabFacts(await loadLabFacts(id))}\n`);
     return 0;
   }
   if (command === 'new') {
@@ -69,8 +76,24 @@ async function main(argv: string[]): Promise<number> {
   // Each lab gets the cluster it declares; a 3-node cluster starts only if a lab needs one.
   const clusters = new ClusterPool({ log: (l) => console.error(l) });
   try {
+    if (command === 'check' && values.watch) {
+      if (rest.length !== 1) throw new KafkaIqError('INVALID_INPUT', `--watch follows one lab: kafkaiq check --watch <lab>\n${USAGE}`);
+      // One clear error for an unknown lab or a broker that cannot start, before any watching.
+      await clusters.get((await loadLab(rest[0]!)).definition.cluster);
+      // Ctrl-C ends the watch after the grade under way (its programs get the SIGINT too).
+      const stop = new AbortController();
+      process.once('SIGINT', () => {
+        console.log('\nStopping the watch.');
+        stop.abort();
+      });
+      await watchLab(rest[0]!, clusters, stop.signal, { quick: values.quick, log: (l) => console.log(l) });
+      return 0;
+    }
     if (command === 'check') {
       const labIds = rest.length ? rest : listLabIds();
+      // The coverage rule first: it needs no broker and names the file to fix.
+      const coverage = await labCoverageProblems(labIds);
+      for (const problem of coverage) console.log(`✗ coverage: ${problem}`);
       // Connect (or start) every cluster the labs need before grading, so a broker that cannot
       // start is one clear error (exit 2), not a column of failed fixtures.
       const loaded = await Promise.all(labIds.map((id) => loadLab(id)));
@@ -83,7 +106,8 @@ async function main(argv: string[]): Promise<number> {
         parallel: values.parallel ? Number(values.parallel) : undefined,
         log: (l) => console.log(l),
       });
-      return results.every((r) => r.ok) ? 0 : 1;
+      if (coverage.length) console.log(`\n${coverage.length} coverage problem${coverage.length === 1 ? '' : 's'}: see the "coverage" lines above (and AUTHORING.md, "Coverage").`);
+      return results.every((r) => r.ok) && !coverage.length ? 0 : 1;
     }
     const [labId, file] = rest;
     if (!labId || (!file && !values.cmd)) throw new KafkaIqError('INVALID_INPUT', `grade needs a lab and a program.\n${USAGE}`);

@@ -13,6 +13,7 @@ export function apiLabProblems(lab: LabDefinition): string[] {
   // Only pipeline labs call the lab API: a monitor lab's schema has no api block.
   const api = lab.kind === 'pipeline' ? lab.api : undefined;
   if (!api) {
+    if (lab.checks.includes('saga-outcome')) problems.push('checks: "saga-outcome" needs an api block with service "saga"');
     if (apiFaults.length) problems.push(`faults: ${apiFaults[0]!.kind} needs an api block (the program must call the lab API)`);
     return problems;
   }
@@ -20,6 +21,8 @@ export function apiLabProblems(lab: LabDefinition): string[] {
   if (!lab.checks.some((c) => (EFFECT_CHECKS as readonly string[]).includes(c))) {
     problems.push(`checks: a lab with an api block must list at least one of ${EFFECT_CHECKS.join(', ')} (else its effects are never verified)`);
   }
+  // saga-outcome reads the saga service's effects (<step>:<orderId>); other services have none.
+  if (lab.checks.includes('saga-outcome') && api.service !== 'saga') problems.push('checks: "saga-outcome" needs api.service "saga"');
   if (apiFaults.some((f) => f.at.length)) problems.push('faults: api-slow, api-error and api-timeout hit the next API calls; they take no crash points (at)');
   return problems;
 }

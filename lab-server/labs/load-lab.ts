@@ -6,6 +6,7 @@ import { parseWithFriendlyErrors } from '../../src/shared/validate.ts';
 import { KafkaIqError } from '../core/errors.ts';
 import { LABS_DIR } from '../core/paths.ts';
 import { CHECK_NAMES, type CheckName } from '../../src/shared/report.ts';
+import { parseExpectFail } from '../../src/shared/lab-coverage.ts';
 import { apiLabProblems } from './api-rules.ts';
 
 export interface BrokenVariant {
@@ -55,6 +56,15 @@ export function loadLab(id: string): Promise<LoadedLab> {
   return loaded;
 }
 
+/**
+ * Loads labs/<id> afresh after an edit (`kafkaiq check --watch`): lab.ts is imported again and the
+ * folder read again. Modules that lab.ts imports stay as first loaded.
+ */
+export function reloadLab(id: string): Promise<LoadedLab> {
+  forgetLab(id);
+  return loadLab(id);
+}
+
 async function readLab(id: string): Promise<LoadedLab> {
   if (!labIdSchema.safeParse(id).success || !fs.existsSync(path.join(LABS_DIR, id, 'lab.ts'))) {
     const known = listLabIds();
@@ -79,15 +89,14 @@ async function readLab(id: string): Promise<LoadedLab> {
         .sort()
         .map((f) => {
           const file = path.join(brokenDir, f);
-          const first = fs.readFileSync(file, 'utf8').split('\n', 1)[0] ?? '';
-          const match = /^\/\/\s*expect-fail:\s*([a-z-]+)\s*$/.exec(first);
-          if (!match || !(CHECK_NAMES as readonly string[]).includes(match[1]!)) {
+          const expectFail = parseExpectFail(fs.readFileSync(file, 'utf8'));
+          if (!expectFail) {
             throw new KafkaIqError(
               'LAB_INVALID',
               `labs/${id}/broken/${f} must start with '// expect-fail: <check>' naming one of: ${CHECK_NAMES.join(', ')}.`,
             );
           }
-          return { name: f.replace(/\.ts$/, ''), file, expectFail: match[1] as CheckName };
+          return { name: f.replace(/\.ts$/, ''), file, expectFail };
         })
     : [];
   return {

@@ -9,7 +9,7 @@ const TEMPLATE_DIR = path.join(ROOT_DIR, 'lab-server/labs/template');
 
 /** The programs a new lab starts from: the `copy` lab's, which pass and fail as they should. */
 const STARTING_POINT = path.join(LABS_DIR, 'copy');
-const COPIED = ['solution.ts', 'starter.ts', 'hints.md', 'broken/read-uncommitted.ts'];
+const COPIED = ['solution.ts', 'starter.ts', 'hints.md'];
 
 /**
  * `kafkaiq new <id>`: a lab folder that passes `kafkaiq check` before the author changes anything:
@@ -21,6 +21,8 @@ export function scaffoldLab(id: string): string {
   if (fs.existsSync(dir)) throw new KafkaIqError('INVALID_INPUT', `labs/${id} already exists: pick another id or edit it.`);
   fs.mkdirSync(path.join(dir, 'broken'), { recursive: true });
   fs.copyFileSync(path.join(TEMPLATE_DIR, 'lab.ts'), path.join(dir, 'lab.ts'));
-  for (const file of COPIED) fs.copyFileSync(path.join(STARTING_POINT, file), path.join(dir, file));
+  // Every broken variant of copy: together they fail each of its checks (the coverage rule).
+  const broken = fs.readdirSync(path.join(STARTING_POINT, 'broken')).filter((f) => f.endsWith('.ts'));
+  for (const file of [...COPIED, ...broken.map((f) => `broken/${f}`)]) fs.copyFileSync(path.join(STARTING_POINT, file), path.join(dir, file));
   return dir;
 }

@@ -143,6 +143,14 @@ export default defineLab({
     ],
   },
   checks: ['no-loss', 'no-duplicates', 'no-aborted-reads', 'transform-correct', 'order-preserved', 'offsets-consistent', 'no-hanging-transactions'],
+  checkCoverage: [
+    {
+      check: 'order-preserved',
+      coverage: 'none',
+      reason:
+        'every key is one order id, used once per topic and seeded in rising order on both topics: grouping or sorting a batch by key, the realistic reorderings, change nothing',
+    },
+  ],
   kafkajs: {
     consumer: { sessionTimeout: 3_000, heartbeatInterval: 300, rebalanceTimeout: 5_000, maxWaitTimeInMs: 100 },
     client: { retry: { initialRetryTime: 100, maxRetryTime: 1_000, retries: 10 } },

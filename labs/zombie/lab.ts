@@ -83,6 +83,14 @@ export default defineLab({
     ],
   },
   checks: ['no-loss', 'no-duplicates', 'no-aborted-reads', 'transform-correct', 'order-preserved', 'offsets-consistent', 'no-hanging-transactions', 'keeps-up'],
+  checkCoverage: [
+    {
+      check: 'order-preserved',
+      coverage: 'none',
+      reason:
+        'each wave gives a partition one reading per sensor, in sensor order, consumed before the next: grouping or sorting a batch by sensor, the realistic reorderings, change nothing (graded, 3 seeds pass)',
+    },
+  ],
   // No producer transactionTimeout here: kafkajs's 60 s default keeps a frozen transaction open
   // until its instance wakes up, as a long GC pause would in production.
   kafkajs: {

@@ -250,8 +250,11 @@ export type ApiEffectsFn = (input: SeedRecord, context: TransformContext) => Exp
 export const apiSpecSchema = z
   .object({
     service: z
-      .enum(['payments', 'rankings'])
-      .describe('Which effects count: payments (POST /payments, one charge per call) or rankings (POST /rankings and PUT /rankings/:campaignId/:windowStart/:windowEnd, upserts)'),
+      .enum(['payments', 'rankings', 'saga'])
+      .describe(
+        'Which effects count: payments (POST /payments, one charge per call), rankings (POST /rankings and PUT /rankings/:campaignId/:windowStart/:windowEnd, upserts) ' +
+          'or saga (an inventory and a card service: POST /inventory/reservations, POST /inventory/releases, POST /charges; effects named <step>:<orderId>, judged per saga by saga-outcome)',
+      ),
     env: envName.default('API_URL').describe('Environment variable that carries the base URL of the attempt\'s API, e.g. http://127.0.0.1:41234/a/<attempt>'),
     effects: fn<ApiEffectsFn>('(input, context) => [{ id, body? }]').describe('The effects each committed input must cause, by id; aborted inputs must cause none'),
     what: z.string().min(2).max(40).default('effect').describe('What one effect is called in the report, e.g. "charge" or "ranking update"'),
@@ -315,6 +318,24 @@ export const databaseSpecSchema = z
   .strict();
 export type DatabaseSpec = z.infer<typeof databaseSpecSchema>;
 
+/**
+ * The coverage rule (`kafkaiq check`, tests/coverage.test.ts): every check a lab lists must be
+ * failed by at least one of its fixtures, or be declared here as one that cannot fail in this lab.
+ */
+export const checkCoverageSchema = z
+  .object({
+    check: checkNameSchema.describe('A check from `checks`'),
+    coverage: z.literal('none').describe('No fixture fails this check, on purpose'),
+    reason: z
+      .string()
+      .min(10)
+      .max(240)
+      .regex(/^[^\n]+$/, 'must be one line')
+      .describe('One line saying why this check cannot fail in this lab; `kafkaiq labs` and the Labs page show it'),
+  })
+  .strict();
+export type CheckCoverage = z.infer<typeof checkCoverageSchema>;
+
 /** Fields every lab kind has. */
 const labCommonShape = {
   title: z.string().min(3).describe('Shown on the workbench'),
@@ -332,6 +353,10 @@ const labLimitsShape = {
     })
     .strict(),
   checks: z.array(checkNameSchema).min(1).describe('Checks that decide the verdict; zero checks is never a pass'),
+  checkCoverage: z
+    .array(checkCoverageSchema)
+    .default([])
+    .describe("Checks no fixture of this lab can fail, each with coverage: 'none' and why (every other check needs a fixture that fails it)"),
   instances: z.number().int().min(1).max(6).default(1).describe('Instances running at once (each with its own identity slot)'),
   kafkajs: kafkajsDefaultsSchema.default({ consumer: {}, producer: {}, client: {} }),
   timeLimitMs: z.number().int().min(5_000).max(600_000).default(90_000).describe('Wall-clock limit of a full grade'),

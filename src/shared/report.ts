@@ -26,6 +26,8 @@ export const CHECK_NAMES = [
   'keeps-up',
   // Grading integrity, judged in every grade: the output still starts at offset 0.
   'output-log-intact',
+  // Saga labs: every saga that started ended completed or fully compensated.
+  'saga-outcome',
 ] as const;
 export const checkNameSchema = z.enum(CHECK_NAMES).describe('A named property the grader verifies after the run');
 export type CheckName = z.infer<typeof checkNameSchema>;

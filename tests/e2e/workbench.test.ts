@@ -143,6 +143,12 @@ describe('the course in a browser', () => {
     const picks = Object.values(saved.lessons?.['10-1/04-single-stage'] ?? {}) as { correct: boolean }[];
     expect(picks).toHaveLength(1);
     expect(picks[0].correct).toBe(false); // the first pick counts
+    // The sidebar's progress shows the lesson's score at once, and after a reload.
+    const sideScore = page.locator('#starlight__sidebar a[href$="/10-1/04-single-stage/"] .kiq-side-progress__badge');
+    await expect.poll(() => sideScore.textContent()).toBe('0/1');
+    await page.reload();
+    await expect.poll(() => sideScore.textContent()).toBe('0/1');
+    expect(await page.locator('#starlight__sidebar a[href$="/10-1/05-multi-stage/"] .kiq-side-progress').count()).toBe(0);
     await page.goto(`${baseUrl}/`);
     const badge = page.locator('tr[data-lesson="10-1/04-single-stage"] .kiq-progress__checks');
     await expect.poll(() => badge.textContent()).toBe('0/1 checks');

@@ -5,7 +5,10 @@
  *
  * `program` says "this block is a whole file that runs as it is" (type-checked in CI);
  * `lab=<id>` says "and it is an answer to that lab" (graded in CI, and it must pass).
- * Blocks without `program` are snippets and are not checked. See AUTHORING.md.
+ * Code that several programs share is shown once, as a block with `helper=<name>` (lesson 10.1.4's
+ * partition slots, say); a program with `uses=<name>` is that program followed by the helper, and
+ * is checked and graded as that one file. Other blocks are snippets and are not checked. See
+ * AUTHORING.md.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -24,6 +27,16 @@ export interface LessonProgram {
   code: string;
   /** A short name for test titles: `04-single-stage.mdx:99`. */
   name: string;
+  /** The helper appended to the program (`uses=<name>`): where it is shown, and its first line in `code`. */
+  helper?: { name: string; file: string; line: number; startsAt: number };
+}
+
+interface Block {
+  file: string;
+  line: number;
+  lang: string;
+  meta: string;
+  code: string;
 }
 
 function mdxFiles(dir: string): string[] {
@@ -34,9 +47,9 @@ function mdxFiles(dir: string): string[] {
   });
 }
 
-/** Every fenced block of the lessons whose meta contains the word `program`. */
-export function lessonPrograms(dir = DOCS_DIR): LessonProgram[] {
-  const programs: LessonProgram[] = [];
+/** Every fenced code block of the lessons, with its meta. */
+function lessonBlocks(dir: string): Block[] {
+  const blocks: Block[] = [];
   for (const full of mdxFiles(dir).sort()) {
     const lines = fs.readFileSync(full, 'utf8').split('\n');
     for (let i = 0; i < lines.length; i++) {
@@ -46,16 +59,48 @@ export function lessonPrograms(dir = DOCS_DIR): LessonProgram[] {
       let end = i + 1;
       while (end < lines.length && lines[end].trimEnd() !== fence) end++;
       if (end >= lines.length) throw new Error(`${path.relative(ROOT, full)}:${i + 1}: unterminated code fence`);
-      const words = meta.replace(/"[^"]*"/g, '').split(/\s+/);
-      if (words.includes('program')) {
-        const lab = /(?:^|\s)lab=([\w-]+)/.exec(meta)?.[1] ?? null;
-        const file = path.relative(ROOT, full);
-        programs.push({ file, line: i + 1, lang, lab, code: lines.slice(i + 1, end).join('\n') + '\n', name: `${path.basename(file)}:${i + 1}` });
-      }
+      blocks.push({ file: path.relative(ROOT, full), line: i + 1, lang, meta, code: lines.slice(i + 1, end).join('\n') + '\n' });
       i = end;
     }
   }
+  return blocks;
+}
+
+const metaValue = (meta: string, name: string) => new RegExp(`(?:^|\\s)${name}=([\\w-]+)`).exec(meta)?.[1] ?? null;
+
+/** Every fenced block of the lessons whose meta contains the word `program`, each with the helper it uses. */
+export function lessonPrograms(dir = DOCS_DIR): LessonProgram[] {
+  const blocks = lessonBlocks(dir);
+  const helpers = new Map<string, Block>();
+  for (const block of blocks) {
+    const name = metaValue(block.meta, 'helper');
+    if (!name) continue;
+    if (helpers.has(name)) throw new Error(`${block.file}:${block.line}: helper=${name} is already shown at ${helpers.get(name)!.file}:${helpers.get(name)!.line}`);
+    helpers.set(name, block);
+  }
+  const programs: LessonProgram[] = [];
+  for (const block of blocks) {
+    const words = block.meta.replace(/"[^"]*"/g, '').split(/\s+/);
+    if (!words.includes('program')) continue;
+    const name = `${path.basename(block.file)}:${block.line}`;
+    const program: LessonProgram = { file: block.file, line: block.line, lang: block.lang, lab: metaValue(block.meta, 'lab'), code: block.code, name };
+    const uses = metaValue(block.meta, 'uses');
+    if (uses) {
+      const helper = helpers.get(uses);
+      if (!helper) throw new Error(`${block.file}:${block.line}: uses=${uses}, but no lesson block has helper=${uses}`);
+      program.helper = { name: uses, file: helper.file, line: helper.line, startsAt: block.code.split('\n').length };
+      program.code = `${block.code}\n${helper.code}`;
+    }
+    programs.push(program);
+  }
   return programs;
+}
+
+/** The lesson line a line of a program's code comes from (1-based), the helper's part included. */
+export function lessonLine(program: LessonProgram, codeLine: number): { file: string; line: number } {
+  const helper = program.helper;
+  if (helper && codeLine > helper.startsAt) return { file: helper.file, line: helper.line + codeLine - helper.startsAt };
+  return { file: program.file, line: program.line + codeLine };
 }
 
 /**
@@ -99,8 +144,8 @@ export function typeCheck(programs: LessonProgram[]): string[] {
   for (const line of tsc.stdout.split('\n')) {
     const match = /^(?:.*[\\/])?(program-\d+\.ts)\((\d+),\d+\): error (TS\d+): (.*)$/.exec(line);
     if (match) {
-      const source = byFile.get(match[1]!)!;
-      errors.push(`${source.file}:${source.line + Number(match[2])}: ${match[3]} ${match[4]}`);
+      const at = lessonLine(byFile.get(match[1]!)!, Number(match[2]));
+      errors.push(`${at.file}:${at.line}: ${match[3]} ${match[4]}`);
     } else if (line.trim() && !/^\s/.test(line)) {
       errors.push(line);
     }

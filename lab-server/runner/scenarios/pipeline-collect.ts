@@ -9,6 +9,7 @@ import { checkDatabaseEffects } from '../checkers/database-effects.ts';
 import { checkOutputLogIntact } from '../checkers/log-start.ts';
 import { partitionOffsets } from '../../kafka/inspect.ts';
 import { checkPipelineOutput, readPipelineOutput } from '../checkers/pipeline-output.ts';
+import { checkSagaOutcome } from '../checkers/saga-outcome.ts';
 import { checkTransactionTimeouts } from '../checkers/transaction-timeouts.ts';
 import type { Outcome } from '../lifecycle.ts';
 import type { PipelineParts } from './pipeline-parts.ts';
@@ -38,6 +39,8 @@ export async function collectPipeline(scenario: PipelineParts): Promise<Outcome>
       checkKeepsUp(scenario.stallWatch.stalls, scenario.stallWatch.boundMs, scenario.stallWatch.longestMs),
       // Labs that call the lab API: the effects it applied, against what the committed inputs ask for.
       ...(scenario.api && lab.api ? checkApiEffects({ api: lab.api, effects: scenario.api.effects, inputs, faults: history.faults, startedAt: attempt.startedAt }) : []),
+      // Saga labs: each started saga, as the effects of its order.
+      ...(scenario.api && lab.api?.service === 'saga' ? [checkSagaOutcome({ api: lab.api, effects: scenario.api.effects, inputs })] : []),
       // Labs with a database: the rows the program left, against what the committed inputs ask for.
       ...(effects?.checks ?? []),
     ],

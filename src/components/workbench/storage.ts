@@ -62,5 +62,8 @@ export function recordPasses(passes: PassedLabs): void {
     current[lab] = at;
     changed = true;
   }
-  if (changed) write(PROGRESS_KEY, JSON.stringify({ passed: current }));
+  if (!changed) return;
+  write(PROGRESS_KEY, JSON.stringify({ passed: current }));
+  // The sidebar's badges (overrides/Sidebar.astro) listen: storage events reach other tabs only.
+  dispatchEvent(new Event('kafkaiq:progress-saved'));
 }

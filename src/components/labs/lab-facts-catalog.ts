@@ -1,0 +1,32 @@
+/**
+ * BUILD TIME ONLY (imported from src/pages/labs.astro): the facts of every lab in labs/, read the
+ * way lab-catalog.ts reads them for the workbench (Vite's import.meta.glob), with the first line
+ * of each broken variant for the coverage of its checks. A lab that does not load fails the build.
+ */
+import { KafkaIqError } from '../../shared/errors.ts';
+import { labDefinitionSchema } from '../../shared/lab.ts';
+import { declaredFixtures, parseExpectFail } from '../../shared/lab-coverage.ts';
+import { labFacts, type LabFacts } from '../../shared/lab-facts.ts';
+import { parseWithFriendlyErrors } from '../../shared/validate.ts';
+
+const definitions = import.meta.glob<{ default: unknown }>('/labs/*/lab.ts', { eager: true });
+const brokenSources = import.meta.glob<string>('/labs/*/broken/*.ts', { query: '?raw', import: 'default', eager: true });
+
+export function allLabFacts(): LabFacts[] {
+  return Object.entries(definitions)
+    .map(([file, module]) => {
+      const id = file.split('/')[2] ?? '';
+      const definition = parseWithFriendlyErrors(labDefinitionSchema, module.default, `Invalid lab "${id}" (labs/${id}/lab.ts)`, 'LAB_INVALID');
+      const broken = Object.entries(brokenSources)
+        .filter(([path]) => path.startsWith(`/labs/${id}/broken/`))
+        .map(([path, source]) => {
+          const name = path.slice(`/labs/${id}/broken/`.length, -'.ts'.length);
+          const expectFail = parseExpectFail(source);
+          if (!expectFail) throw new KafkaIqError('LAB_INVALID', `labs/${id}/broken/${name}.ts must start with '// expect-fail: <check>'`);
+          return { name, expectFail };
+        })
+        .sort((a, b) => a.name.localeCompare(b.name));
+      return labFacts(id, definition, declaredFixtures(definition, broken));
+    })
+    .sort((a, b) => a.id.localeCompare(b.id));
+}
