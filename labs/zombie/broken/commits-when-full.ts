@@ -1,0 +1,160 @@
+// expect-fail: no-hanging-transactions
+// One transactional.id per input partition, as it should be, but each partition's transaction
+// collects batches until COMMIT_EVERY records are in it, and is committed when the partition's next
+// batch arrives and finds it full (flush before add). Nothing commits a transaction that is not full
+// yet: no timer, no flush when the input goes idle. So each partition's last records sit in an open
+// transaction while the instance waits for more, and read_committed readers wait behind them.
+import { Kafka, type EachBatchPayload, type KafkaMessage, type Producer, type Transaction } from 'kafkajs';
+
+const env = (name: string): string => {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set`);
+  return value;
+};
+
+const instanceId = env('INSTANCE_ID');
+const kafka = new Kafka({ clientId: `fahrenheit-${instanceId}`, brokers: env('KAFKA_BROKERS').split(',') });
+const inputTopic = env('INPUT_TOPIC');
+const outputTopic = env('OUTPUT_TOPIC');
+const groupId = env('GROUP_ID');
+const prefix = env('TRANSACTIONAL_ID_PREFIX');
+
+/** "r-00003 sensor=k003 celsius=11" -> "r-00003 sensor=k003 fahrenheit=51.8" */
+const toFahrenheit = (value: string): string =>
+  value.replace(/celsius=(-?\d+)/, (_, c: string) => `fahrenheit=${((Number(c) * 9) / 5 + 32).toFixed(1)}`);
+
+const consumer = kafka.consumer({ groupId, readUncommitted: false });
+const admin = kafka.admin();
+
+/** A partition this instance has fenced for itself: its producer, and where processing resumes. */
+interface Ownership {
+  producer: Producer;
+  /** Records below this offset were committed by an earlier owner, or are in our open transaction: skip them. */
+  floor: bigint;
+  /** The transaction collecting this partition's batches, and how many records it holds. */
+  open: { transaction: Transaction; records: number } | null;
+}
+const COMMIT_EVERY = 20;
+const owned = new Map<number, Ownership>();
+
+/**
+ * Becomes the one writer for an input partition: fence first, THEN read the committed offset.
+ * The first transaction() sends InitProducerId for the partition's transactional.id, which bumps
+ * its epoch and aborts whatever transaction the previous owner left open. Only after that is the
+ * group's committed offset final; kafkajs may have fetched an older one when the partition was
+ * assigned (a zombie could have committed in between), so records below it are skipped.
+ */
+async function takeOver(partition: number): Promise<Ownership> {
+  const producer = kafka.producer({
+    transactionalId: `${prefix}-${inputTopic}-${partition}`,
+    idempotent: true,
+    maxInFlightRequests: 1,
+  });
+  try {
+    await producer.connect();
+    await (await producer.transaction()).abort();
+    const [offsets] = await admin.fetchOffsets({ groupId, topics: [inputTopic] });
+    const committed = BigInt(offsets?.partitions.find((p) => p.partition === partition)?.offset ?? '-1');
+    console.log(`${instanceId}: fenced ${inputTopic}-${partition}, committed offset ${committed}`);
+    return { producer, floor: committed < 0n ? 0n : committed, open: null };
+  } catch (err) {
+    await producer.disconnect().catch(() => {});
+    throw err; // kafkajs delivers the batch again, and we try again
+  }
+}
+
+/** kafkajs reports a newer epoch as INVALID_PRODUCER_EPOCH (or PRODUCER_FENCED), often wrapped. */
+function isFenced(error: unknown): boolean {
+  for (let e = error as { type?: string; cause?: unknown } | undefined; e; e = e.cause as typeof e) {
+    if (e.type === 'INVALID_PRODUCER_EPOCH' || e.type === 'PRODUCER_FENCED') return true;
+  }
+  return false;
+}
+
+/** Drops a partition's producer: after a fence, an error, or when the partition moves away. */
+async function release(partition: number): Promise<void> {
+  const ownership = owned.get(partition);
+  owned.delete(partition);
+  await ownership?.producer.disconnect().catch(() => {});
+}
+
+async function processBatch({ batch, resolveOffset, heartbeat }: EachBatchPayload) {
+  let ownership = owned.get(batch.partition);
+  if (!ownership) {
+    ownership = await takeOver(batch.partition);
+    owned.set(batch.partition, ownership);
+  }
+  const floor = ownership.floor;
+  const fresh = batch.messages.filter((m: KafkaMessage) => BigInt(m.offset) >= floor);
+  if (fresh.length > 0) {
+    try {
+      // The open transaction is full: commit it before adding more.
+      if (ownership.open && ownership.open.records >= COMMIT_EVERY) {
+        await ownership.open.transaction.commit();
+        console.log(`${instanceId}: partition ${batch.partition}: committed ${ownership.open.records} records`);
+        ownership.open = null;
+      }
+      ownership.open ??= { transaction: await ownership.producer.transaction(), records: 0 };
+      await ownership.open.transaction.send({
+        topic: outputTopic,
+        messages: fresh.map((m) => ({ key: m.key, value: toFahrenheit(m.value!.toString()) })),
+      });
+      // The next offset to read (last + 1) commits together with the outputs, or not at all.
+      const next = BigInt(batch.lastOffset()) + 1n;
+      await ownership.open.transaction.sendOffsets({
+        consumerGroupId: groupId,
+        topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: next.toString() }] }],
+      });
+      ownership.open.records += fresh.length;
+      ownership.floor = next;
+    } catch (err) {
+      await ownership.open?.transaction.abort().catch(() => {});
+      // Whatever failed, this producer is finished: drop it.
+      await release(batch.partition);
+      if (isFenced(err)) {
+        console.log(`${instanceId}: fenced out of partition ${batch.partition}: another instance owns it now`);
+        return;
+      }
+      // The aborted transaction held earlier batches too, which kafkajs will not deliver again:
+      // start afresh from the committed offsets.
+      console.error(`${instanceId}: transaction failed (${(err as Error).message}): restarting afresh`);
+      process.exit(1);
+    }
+  }
+  resolveOffset(batch.lastOffset());
+  await heartbeat();
+}
+
+// After every rebalance: give up the producers of partitions that moved to another instance. If
+// one comes back later, it is fenced and its offset read afresh.
+consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
+  const mine = new Set(payload.memberAssignment[inputTopic] ?? []);
+  console.log(`${instanceId}: assigned partitions ${[...mine].sort().join(', ') || 'none'}`);
+  for (const partition of [...owned.keys()]) if (!mine.has(partition)) void release(partition);
+});
+
+// kafkajs gave up on an error it will not retry: exit and let the supervisor start us afresh.
+consumer.on(consumer.events.CRASH, ({ payload }) => {
+  if (!payload.restart) {
+    console.error(`${instanceId}: consumer stopped: ${payload.error.message}`);
+    process.exit(1);
+  }
+});
+
+await admin.connect();
+await consumer.connect();
+await consumer.subscribe({ topic: inputTopic, fromBeginning: true });
+await consumer.run({
+  autoCommit: false, // offsets travel inside the transactions, never on their own
+  eachBatchAutoResolve: false,
+  eachBatch: processBatch,
+});
+
+const shutdown = async () => {
+  await consumer.disconnect().catch(() => {});
+  await Promise.all([...owned.keys()].map(release));
+  await admin.disconnect().catch(() => {});
+  process.exit(0);
+};
+process.on('SIGTERM', shutdown);
+process.on('SIGINT', shutdown);
