@@ -276,6 +276,14 @@ export default defineLab({
     client: { retry: { initialRetryTime: 100, maxRetryTime: 1_000, retries: 10 } },
   },
   // A cap for stuck programs, not a target: about 45 s normally, 170 s once on a loaded CI machine.
+  checkCoverage: [
+    {
+      check: 'no-hanging-transactions',
+      coverage: 'none',
+      reason:
+        'a counting stage holding its last transaction open (broken/counts-commit-when-full, a855990) escapes on some runs: faults overrun the time limit, the work is judged done mid-restart; no-loss fails',
+    },
+  ],
   timeLimitMs: 180_000,
   quickTimeLimitMs: 60_000,
 });

@@ -160,6 +160,14 @@ export default defineLab({
     consumer: { sessionTimeout: 3_000, heartbeatInterval: 300, rebalanceTimeout: 5_000, maxWaitTimeInMs: 100 },
     client: { retry: { initialRetryTime: 100, maxRetryTime: 1_000, retries: 10 } },
   },
+  checkCoverage: [
+    {
+      check: 'no-hanging-transactions',
+      coverage: 'none',
+      reason:
+        'a stage holding its last transaction open (broken/enrich-commits-when-full, a855990) escapes on some seeds: killed near the end, its restart has not reopened it when the work is judged done; no-loss fails',
+    },
+  ],
   timeLimitMs: 180_000,
   quickTimeLimitMs: 90_000,
 });
