@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Admin } from 'kafkajs';
 import { partitionOffsets } from '../lab-server/kafka/inspect.ts';
 import { testKafka, uniqueName } from './support/kafka.ts';
-import { Connection, initProducerIdV5 } from '@platformatic/kafka';
+import { Connection, initProducerIdV5, offsetFetchV9 } from '@platformatic/kafka';
 import { collect, PlatformaticClients, readValues } from './support/platformatic.ts';
 
 const kafka = testKafka('platformatic-eos');
@@ -90,6 +90,46 @@ describe('@platformatic/kafka transactions on the real broker', () => {
     // Visible once the commit marker reaches __consumer_offsets (written after EndTxn answered).
     await expect.poll(() => committedOffsets(groupId, topic), { timeout: 5_000, interval: 50 }).toEqual(['2']);
     await stream.close();
+  });
+
+  it('(b, patch) gives a new owner the offsets of a transaction still open only once it has ended (require_stable)', async () => {
+    // A rebalanced-away zombie that has added its offsets and not yet committed: what does the
+    // partition's new owner resume from? Without require_stable the coordinator answers with the
+    // older committed offset (-1 here) and the new owner redoes a batch whose commit may still
+    // land (stock 2.12.1 sent require_stable false). patches/@platformatic+kafka+2.12.1.patch asks
+    // for stable offsets from read_committed consumers: UNSTABLE_OFFSET_COMMIT (retriable) while
+    // the transaction is open, then the offsets it committed.
+    const topic = await newTopic('pk-require-stable');
+    const groupId = uniqueName('group-bs');
+    await seed(topic, ['r0', 'r1', 'r2']);
+    const owner = clients.consumer(groupId);
+    const { messages, stream } = await collect(owner, topic);
+    await expect.poll(() => messages.length, { timeout: 15_000 }).toBe(3);
+    const producer = clients.producer(uniqueName('tx-bs'));
+    const txn = await producer.beginTransaction();
+    await txn.addConsumer(owner);
+    await txn.addOffset(messages[2]!); // commits 3
+    await stream.close();
+
+    // What an OffsetFetch without require_stable answers meanwhile: the older offset, no error.
+    const coordinator = brokers[0]!.split(':');
+    const connection = new Connection(uniqueName('raw'));
+    await connection.connect(coordinator[0]!, Number(coordinator[1]));
+    try {
+      const unstable = await offsetFetchV9.api.async(connection, [{ groupId, memberId: null, memberEpoch: -1, topics: [{ name: topic, partitionIndexes: [0] }] }], false);
+      expect(unstable.groups[0]!.topics[0]!.partitions[0]!.committedOffset).toBe(-1n);
+    } finally {
+      await connection.close();
+    }
+
+    const successor = clients.consumer(groupId);
+    const asked = Date.now();
+    const answer = successor.listCommittedOffsets({ topics: [{ topic, partitions: [0] }] });
+    await new Promise((r) => setTimeout(r, 400));
+    await txn.commit();
+    const offsets = await answer;
+    expect(offsets.get(topic)).toEqual([3n]);
+    expect(Date.now() - asked, 'the answer waited for the commit').toBeGreaterThanOrEqual(400);
   });
 
   it('(c) fences the first producer when a second one starts with the same transactionalId, aborting its open transaction', async () => {

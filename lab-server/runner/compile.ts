@@ -88,6 +88,50 @@ export function pgRuntime(): Promise<string> {
   return pgRuntimeBuild;
 }
 
+const PLATFORMATIC_SHIM = path.join(ROOT_DIR, 'lab-server/runner/child/platformatic-shim.ts');
+let platformaticRuntimeBuild: Promise<string> | null = null;
+
+/**
+ * @platformatic/kafka plus our wrapper (the same crash points as kafkajs's), bundled once like the
+ * kafkajs runtime; built only when a program imports '@platformatic/kafka'. Its WebAssembly helpers
+ * come from their self-contained build (no .wasm file to read at run time); its optional native
+ * CRC32C is looked up at run time, not bundled, and the pure fallback is used when it is out of reach.
+ */
+export function platformaticRuntime(): Promise<string> {
+  platformaticRuntimeBuild ??= (async () => {
+    const childDir = path.dirname(PLATFORMATIC_SHIM);
+    const childSources = fs.readdirSync(childDir).filter((f) => f.endsWith('.ts')).sort().map((f) => path.join(childDir, f));
+    const patchDir = path.join(ROOT_DIR, 'patches');
+    const patches = fs.existsSync(patchDir) ? fs.readdirSync(patchDir).filter((f) => f.startsWith('@platformatic+kafka+')).sort().map((f) => path.join(patchDir, f)) : [];
+    const sources = [...childSources, path.join(ROOT_DIR, 'node_modules/@platformatic/kafka/package.json'), ...patches];
+    const digest = createHash('sha256');
+    for (const file of sources) digest.update(fs.readFileSync(file));
+    const outfile = path.join(RUNTIME_DIR, `platformatic-runtime-${digest.digest('hex').slice(0, 12)}.mjs`);
+    if (!fs.existsSync(outfile)) {
+      fs.mkdirSync(RUNTIME_DIR, { recursive: true });
+      const tmp = `${outfile}.${process.pid}.tmp`;
+      await esbuild.build({
+        entryPoints: [PLATFORMATIC_SHIM],
+        bundle: true,
+        platform: 'node',
+        format: 'esm',
+        target: 'node22',
+        outfile: tmp,
+        alias: {
+          'platformatic-real': path.join(ROOT_DIR, 'node_modules/@platformatic/kafka/dist/index.js'),
+          '@platformatic/wasm-utils': path.join(ROOT_DIR, 'node_modules/@platformatic/wasm-utils/dist/bundled.js'),
+        },
+        banner: { js: REQUIRE_BANNER },
+        logLevel: 'silent',
+      });
+      fs.renameSync(tmp, outfile);
+    }
+    return outfile;
+  })();
+  platformaticRuntimeBuild.catch(() => (platformaticRuntimeBuild = null));
+  return platformaticRuntimeBuild;
+}
+
 export interface CompiledProgram {
   file: string;
   /** Folders the program may read (its own folder and the kafkajs runtime). */
@@ -129,6 +173,8 @@ export async function compileProgram(code: string, dir: string): Promise<Compile
             build.onResolve({ filter: /^kafkajs$/ }, () => ({ path: runtime, external: true }));
             // 'pg' resolves to the project's pg with the SQL crash points (same folder as the kafkajs runtime).
             build.onResolve({ filter: /^pg$/ }, async () => ({ path: await pgRuntime(), external: true }));
+            // '@platformatic/kafka' resolves to that client with the same crash points (platformatic-shim.ts).
+            build.onResolve({ filter: /^@platformatic\/kafka$/ }, async () => ({ path: await platformaticRuntime(), external: true }));
           },
         },
       ],
