@@ -317,4 +317,45 @@ describe('KIP-447: the group generation fences a zombie', () => {
     await expect.poll(async () => (await committedOffsets(groupId, input))[0], { timeout: 5_000, interval: 50 }).toBe('2');
     await Promise.all([zombie.stream.close(), successor.stream.close()]);
   });
+
+  it('(g, patch) delivers no record of a partition the member lost while a fetch was in flight', async () => {
+    // Records are labelled with the generation current when they are pushed, not when they were
+    // fetched, so stale ones pass the generation check of (f). Stock 2.12.1 pushed the answer of a
+    // fetch sent before a rebalance even for partitions the member no longer owned (a zombie lab
+    // grade then showed two instances committing the same batch, both in the current generation);
+    // patches/@platformatic+kafka+2.12.1.patch drops them, and records of partitions repositioned
+    // by the rebalance. A long-poll fetch (maxWaitTime 8 s) stays in flight across the rebalance.
+    const input = await newTopic('pk-stale-fetch', 2);
+    const groupId = uniqueName('group-g');
+    await seed(input, ['p0-0'], 0);
+    await seed(input, ['p1-0'], 1);
+    const first = clients.consumer(groupId, { maxWaitTime: 8_000 });
+    const outsideAssignment: string[] = [];
+    const firstSeen: string[] = [];
+    const firstStream = await first.consume({ topics: [input], mode: 'committed', fallbackMode: 'earliest', autocommit: false });
+    firstStream.on('data', (m: { partition: number; value: string }) => {
+      firstSeen.push(m.value);
+      const owned = first.assignments?.find((a) => a.topic === input)?.partitions ?? [];
+      if (!owned.includes(m.partition)) outsideAssignment.push(`${m.value} (partition ${m.partition}, owned ${JSON.stringify(owned)})`);
+    });
+    await expect.poll(() => firstSeen.length, { timeout: 15_000 }).toBe(2);
+    await new Promise((r) => setTimeout(r, 300)); // the next fetch is now long-polling
+    const generation = first.generationId;
+
+    const second = clients.consumer(groupId);
+    const secondSeen: string[] = [];
+    const secondStream = await second.consume({ topics: [input], mode: 'committed', fallbackMode: 'earliest', autocommit: false });
+    secondStream.on('data', (m: { value: string }) => secondSeen.push(m.value));
+    await expect
+      .poll(() => second.generationId > generation && first.generationId === second.generationId && (second.assignments?.[0]?.partitions.length ?? 0) === 1, { timeout: 6_000, interval: 50 })
+      .toBe(true);
+    const lost = second.assignments![0]!.partitions[0]!;
+    // Written while the first member's old fetch still waits: it answers with this record.
+    await seed(input, [`p${lost}-after`], lost);
+    await expect.poll(() => secondSeen, { timeout: 15_000 }).toContain(`p${lost}-after`);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(outsideAssignment).toEqual([]);
+    expect(firstSeen).not.toContain(`p${lost}-after`);
+    await Promise.all([firstStream.close(), secondStream.close()]);
+  });
 });

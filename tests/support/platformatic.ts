@@ -33,7 +33,7 @@ export class PlatformaticClients {
     return producer;
   }
 
-  consumer(groupId: string, options: { isolation?: 'read_committed' | 'read_uncommitted'; sessionTimeout?: number } = {}) {
+  consumer(groupId: string, options: { isolation?: 'read_committed' | 'read_uncommitted'; sessionTimeout?: number; maxWaitTime?: number } = {}) {
     const sessionTimeout = options.sessionTimeout ?? 6_000;
     const consumer = new Consumer({
       clientId: uniqueName('pkafka-test'),
@@ -43,7 +43,7 @@ export class PlatformaticClients {
       sessionTimeout,
       rebalanceTimeout: sessionTimeout,
       heartbeatInterval: 300,
-      maxWaitTime: 100,
+      maxWaitTime: options.maxWaitTime ?? 100,
       isolationLevel: options.isolation === 'read_uncommitted' ? FetchIsolationLevels.READ_UNCOMMITTED : FetchIsolationLevels.READ_COMMITTED,
     });
     this.open.push(consumer);
