@@ -300,7 +300,7 @@ describe('KIP-447: the group generation fences a zombie', () => {
     await successorTxn.send({ messages: [{ topic: output, key: 'k', value: 'from-successor', partition: 0 }] });
     await successorTxn.addConsumer(successorConsumer);
     const last = successor.messages.at(-1)!;
-    expect(last.metadata.consumer.generationId).toBe(successorConsumer.generationId);
+    expect((last.metadata.consumer as { generationId: number }).generationId).toBe(successorConsumer.generationId);
     await successorTxn.addOffset(last);
     await successorTxn.commit();
 

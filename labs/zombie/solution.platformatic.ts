@@ -86,8 +86,9 @@ async function processBatch(batch: Record[]): Promise<void> {
   if (records.length === 0) return;
   // A batch read in an older group generation belongs to partitions we may have lost: let the
   // caller reopen the stream from the committed offsets instead.
-  if (records.some((m) => m.metadata.consumer.generationId !== consumer.generationId)) throw new Error('rebalanced while reading');
-  const byPartition = Map.groupBy(records, (m) => m.partition);
+  if (records.some((m) => (m.metadata.consumer as { generationId: number }).generationId !== consumer.generationId)) throw new Error('rebalanced while reading');
+  const byPartition = new Map<number, Record[]>();
+  for (const m of records) byPartition.set(m.partition, [...(byPartition.get(m.partition) ?? []), m]);
   const txn = await producer.beginTransaction();
   let committing = false;
   try {
