@@ -202,4 +202,48 @@ describe('the course in a browser', () => {
     expect(text).toMatch(/── transaction marker ──/);
     await page.screenshot({ path: path.join(SHOTS, 'terminal-consume.png'), fullPage: false });
   }, 240_000);
+
+  it('lets the learner pick @platformatic/kafka: its starter, its types in the editor, the choice kept, its solution graded', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${baseUrl}/`);
+    await page.evaluate(() => {
+      localStorage.removeItem('kafkaiq:client:single-stage');
+      localStorage.removeItem('kafkaiq:code:single-stage:platformatic');
+    });
+    await openLab(page);
+    const picker = lab(page).getByRole('combobox', { name: 'Kafka client of your program' });
+    await picker.selectOption('platformatic');
+    const editorText = () => lab(page).locator('.monaco-editor .view-lines').innerText();
+    await expect.poll(editorText, { timeout: 10_000 }).toMatch(/from\s+'@platformatic\/kafka'/);
+
+    // Its types arrive lazily: a wrong option type is marked, and the right program has no marks
+    // (without the types, the import itself would be marked "Cannot find module").
+    const squiggles = lab(page).locator('.monaco-editor .squiggly-error');
+    const program = fs.readFileSync(path.join(ROOT_DIR, 'labs/single-stage/solution.platformatic.ts'), 'utf8');
+    await page.evaluate((code) => localStorage.setItem('kafkaiq:code:single-stage:platformatic', code), program.replace("bootstrapBrokers: brokers,\n  idempotent: true", 'bootstrapBrokers: 42,\n  idempotent: true'));
+    await page.reload();
+    await lab(page).scrollIntoViewIfNeeded();
+    await lab(page).locator('.monaco-editor').waitFor({ timeout: 60_000 });
+    expect(await lab(page).getByRole('combobox', { name: 'Kafka client of your program' }).inputValue(), 'the choice survives a reload').toBe('platformatic');
+    await expect.poll(() => squiggles.count(), { timeout: 60_000, interval: 500 }).toBeGreaterThan(0);
+    // F8 opens the first problem: a type error from the client's own option types.
+    await lab(page).locator('.monaco-editor textarea').focus();
+    await page.keyboard.press('F8');
+    const problem = await lab(page).locator('.marker-widget').innerText({ timeout: 10_000 });
+    expect(problem).toMatch(/not assignable to type/);
+    expect(problem).not.toMatch(/Cannot find module/);
+
+    await page.evaluate((code) => localStorage.setItem('kafkaiq:code:single-stage:platformatic', code), program);
+    await page.reload();
+    await lab(page).scrollIntoViewIfNeeded();
+    await lab(page).locator('.monaco-editor').waitFor({ timeout: 60_000 });
+    await expect.poll(editorText, { timeout: 10_000 }).toMatch(/stringDeserializers/);
+    // Diagnostics have run once the marks of the previous program are gone and stay gone.
+    await page.waitForTimeout(5_000);
+    expect(await squiggles.count()).toBe(0);
+    await page.screenshot({ path: path.join(SHOTS, 'platformatic-editor.png'), fullPage: false });
+
+    await expect.poll(() => lab(page).getByRole('button', { name: 'Grade', exact: true }).isEnabled(), { timeout: 30_000 }).toBe(true);
+    expect(await gradeAndWait(page, 'Quick grade')).toBe('pass');
+  }, 300_000);
 });
