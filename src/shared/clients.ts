@@ -25,9 +25,3 @@ export function clientFile(base: 'solution.ts' | 'starter.ts' | 'hints.md', clie
   const dot = base.lastIndexOf('.');
   return `${base.slice(0, dot)}.${client}${base.slice(dot)}`;
 }
-
-/** Which client a program imports (the first Kafka client import wins); kafkajs if none. */
-export function programClient(code: string): KafkaClient {
-  const match = /from\s+['"](kafkajs|@platformatic\/kafka)['"]/.exec(code);
-  return match?.[1] === '@platformatic/kafka' ? 'platformatic' : 'kafkajs';
-}
