@@ -1,8 +1,11 @@
 /**
- * npm run bench:grader [-- --runs N --quick-runs N --labs a,b --solutions-only --skip-starters --skip-commands --parallel N]
+ * npm run bench:grader [-- --runs N --quick-runs N --labs a,b --solutions-only --skip-starters --skip-commands --parallel N --sweep --first-seed S]
  * Grades every program of every lab (solution, starter, broken variants, command fixtures) N
- * times with seeds 1..N, and the solution N more times with --quick, then prints per program the
- * verdict counts against what the lab folder expects, and the median and worst grade time.
+ * times with seeds S..S+N-1 (S = 1 unless --first-seed), and the solution N more times with --quick,
+ * then prints per program the verdict counts against what the lab folder expects, the median and
+ * worst grade time, and the longest stall keeps-up saw (the measurement its bound comes from).
+ * --sweep: every program gets both plans (default 20 full and 10 quick seeds), and each wrong
+ * verdict prints the command that replays it.
  * Prints figures; asserts nothing. With --parallel > 1 grades overlap (as in CI), so the times
  * include that contention; the header says so.
  */
@@ -19,8 +22,10 @@ import { gradeProgram, judgeFixture, labFixtures, type Fixture } from '../lab-se
 
 const { values } = parseArgs({
   options: {
-    runs: { type: 'string', default: '10' },
-    'quick-runs': { type: 'string', default: '10' },
+    runs: { type: 'string' },
+    'quick-runs': { type: 'string' },
+    sweep: { type: 'boolean', default: false },
+    'first-seed': { type: 'string', default: '1' },
     labs: { type: 'string' },
     'solutions-only': { type: 'boolean', default: false },
     'skip-starters': { type: 'boolean', default: false },
@@ -29,8 +34,10 @@ const { values } = parseArgs({
     'failures-dir': { type: 'string', default: '.kafkaiq/bench-failures' },
   },
 });
-const runs = Number(values.runs);
-const quickRuns = Number(values['quick-runs']);
+const sweep = values.sweep!;
+const runs = Number(values.runs ?? (sweep ? 20 : 10));
+const quickRuns = Number(values['quick-runs'] ?? 10);
+const firstSeed = Number(values['first-seed']);
 const parallel = Math.max(1, Number(values.parallel));
 const labs = values.labs ? values.labs.split(',') : listLabIds();
 // Each lab on the cluster it declares (the failover labs on the 3-node cluster, started on first use).
@@ -44,6 +51,8 @@ interface Row {
   right: number;
   got: Map<string, number>;
   times: number[];
+  stalls: number[];
+  replays: string[];
 }
 const fixtures = (await labFixtures(labs))
   .filter((f) => !values['solutions-only'] || f.program.startsWith('solution'))
@@ -52,11 +61,11 @@ const fixtures = (await labFixtures(labs))
 const rows: Row[] = [];
 const jobs: { row: Row; seed: number }[] = [];
 for (const fixture of fixtures) {
-  for (const [mode, count] of [['full', runs], ['quick', fixture.program.startsWith('solution') ? quickRuns : 0]] as const) {
+  for (const [mode, count] of [['full', runs], ['quick', sweep || fixture.program.startsWith('solution') ? quickRuns : 0]] as const) {
     if (!count) continue;
-    const row: Row = { fixture, mode, runs: count, right: 0, got: new Map(), times: [] };
+    const row: Row = { fixture, mode, runs: count, right: 0, got: new Map(), times: [], stalls: [], replays: [] };
     rows.push(row);
-    for (let seed = 1; seed <= count; seed++) jobs.push({ row, seed });
+    for (let seed = firstSeed; seed < firstSeed + count; seed++) jobs.push({ row, seed });
   }
 }
 
@@ -67,9 +76,13 @@ const print = (row: Row) => {
   const got = [...row.got].map(([v, n]) => `${v} ${n}`).join(', ');
   console.log(
     `${`${row.fixture.lab}/${row.fixture.program}`.padEnd(44)} ${row.mode.padEnd(5)} expect ${expected.padEnd(28)} right ${String(row.right).padStart(2)}/${row.runs}` +
-      `  median ${(median(row.times) / 1000).toFixed(1).padStart(5)} s  worst ${(Math.max(...row.times) / 1000).toFixed(1).padStart(5)} s${row.right < row.runs ? `  got ${got}` : ''}`,
+      `  median ${(median(row.times) / 1000).toFixed(1).padStart(5)} s  worst ${(Math.max(...row.times) / 1000).toFixed(1).padStart(5)} s` +
+      `  longest stall ${row.stalls.length ? `${(Math.max(...row.stalls) / 1000).toFixed(1).padStart(4)} s` : '   - '}${row.right < row.runs ? `  got ${got}` : ''}`,
   );
+  for (const replay of row.replays) console.log(`    replay: ${replay}`);
 };
+/** The file a fixture's program lives in (solution, starter, broken/x), for a replay command; null for --cmd. */
+const programFile = (f: Fixture) => (f.input.kind === 'command' ? null : `labs/${f.lab}/${f.program}.ts`);
 const queue = [...jobs];
 await Promise.all(
   Array.from({ length: parallel }, async () => {
@@ -92,8 +105,16 @@ await Promise.all(
       try {
         const report = await gradeProgram(cluster, row.fixture.lab, row.fixture.input, { seed, quick: row.mode === 'quick', listener });
         const judged = judgeFixture(row.fixture, report);
+        if (report.stats.longestStallMs !== undefined) row.stalls.push(report.stats.longestStallMs);
         if (judged.ok) row.right++;
         else {
+          const program = programFile(row.fixture);
+          const quick = row.mode === 'quick' ? ' --quick' : '';
+          row.replays.push(
+            program
+              ? `npx kafkaiq grade ${row.fixture.lab} ${program} --seed ${seed}${quick}   (got ${judged.got})`
+              : `npx kafkaiq grade ${row.fixture.lab} --cmd '<${row.fixture.program}>' --seed ${seed}${quick}   (got ${judged.got})`,
+          );
           const dir = path.resolve(values['failures-dir']!);
           fs.mkdirSync(dir, { recursive: true });
           const file = path.join(dir, `${row.fixture.lab}-${row.fixture.program.replace(/\//g, '-')}-${row.mode}-seed${seed}.txt`);

@@ -9,10 +9,14 @@ import { findJava } from './java.ts';
 const STAMP = path.join(BROKER_LIB_DIR, '.pom-sha256');
 
 
+/** The pom and every Java source it builds: a change to either means a fresh build. */
 function pomDigest(): string {
-  const pom = fs.readFileSync(path.join(BROKER_DIR, 'pom.xml'));
-  const launcher = fs.readFileSync(path.join(BROKER_DIR, 'src/main/java/dev/kafkaiq/broker/ParentWatchLauncher.java'));
-  return createHash('sha256').update(pom).update(launcher).digest('hex');
+  const hash = createHash('sha256').update(fs.readFileSync(path.join(BROKER_DIR, 'pom.xml')));
+  const sources = path.join(BROKER_DIR, 'src/main/java');
+  for (const file of (fs.readdirSync(sources, { recursive: true }) as string[]).filter((f) => f.endsWith('.java')).sort()) {
+    hash.update(file).update(fs.readFileSync(path.join(sources, file)));
+  }
+  return hash.digest('hex');
 }
 
 export function brokerJarsReady(): boolean {

@@ -13,6 +13,8 @@ export interface TransactionInfo {
   producerId: number;
   startedAt: string | null;
   durationMs: number | null;
+  /** The transaction.timeout.ms the producer registered (DescribeTransactions), when known. */
+  timeoutMs: number | null;
   partitions: string[];
 }
 
@@ -48,7 +50,7 @@ export async function listTransactions(brokers: string[], prefix: string): Promi
   const described = await Promise.all(
     listed.map(async (r) => {
       if (r.TransactionState !== 'Ongoing') {
-        return { transactionalId: r.TransactionalId!, state: r.TransactionState ?? '?', producerId: Number(r.ProducerId), startedAt: null, durationMs: null, partitions: [] };
+        return { transactionalId: r.TransactionalId!, state: r.TransactionState ?? '?', producerId: Number(r.ProducerId), startedAt: null, durationMs: null, timeoutMs: null, partitions: [] };
       }
       const [d] = rows(await transactionsCommand(brokers, ['describe', '--transactional-id', r.TransactionalId!]));
       const start = Number(d?.CurrentTransactionStartTimeMs);
@@ -58,6 +60,7 @@ export async function listTransactions(brokers: string[], prefix: string): Promi
         producerId: Number(r.ProducerId),
         startedAt: start > 0 ? new Date(start).toISOString() : null,
         durationMs: d?.TransactionDurationMs ? Number(d.TransactionDurationMs) : null,
+        timeoutMs: d?.TransactionTimeoutMs ? Number(d.TransactionTimeoutMs) : null,
         partitions: d?.TopicPartitions && d.TopicPartitions !== 'None' ? d.TopicPartitions.split(',') : [],
       };
     }),

@@ -19,6 +19,14 @@ export interface PlannedFault {
   instance: number;
   /** Exact point, or undefined for a seeded moment while the program works. */
   crashPoint?: CrashPoint;
+  /**
+   * Every point the lab aims this fault at (crashPoint is the seed's pick among them). A fault
+   * that falls back (the program did not reach its point in time) stays owed until it lands on
+   * one of these: see the pipeline scenario's obligations.
+   */
+  points?: readonly CrashPoint[];
+  /** 1 for the planned injection; 2, 3, ... when an owed fault is armed again. */
+  attempt?: number;
   /** Fire at the n-th time the program reaches the point after arming. */
   occurrence: number;
   /** Logical topic: only calls for writes to it count (aims the crash point at one stage). */
@@ -44,6 +52,7 @@ export function planFaults(specs: FaultSpec[], seed: number): FaultPlan {
     kind: spec.kind,
     instance: spec.instance,
     crashPoint: spec.at.length ? pick(spec.at) : undefined,
+    points: spec.at,
     occurrence: spec.occurrence,
     ...(spec.topic ? { topic: spec.topic } : {}),
     delayMs: 100 + Math.floor(random() * 400),

@@ -65,7 +65,7 @@ export interface Scenario {
   /** Reads what the program left (broker, database, API) and judges it. */
   collect(): Promise<Outcome>;
   /** The report's input and output counts; outcome null when the grade did not get that far. */
-  stats(outcome: Outcome | null): { inputs: number; abortedInputs: number; outputs: number; abortedRecords: number };
+  stats(outcome: Outcome | null): { inputs: number; abortedInputs: number; outputs: number; abortedRecords: number; longestStallMs?: number; outputBlockedMs?: number };
   /** Every topic this attempt created. */
   topics(): string[];
   manualFault(kind: ManualFault, instanceId?: string): Promise<void>;

@@ -73,6 +73,7 @@ export default defineLab({
     'order-preserved',
     'offsets-consistent',
     'no-hanging-transactions',
+    'keeps-up',
   ],
   kafkajs: {
     consumer: { sessionTimeout: 3_000, heartbeatInterval: 300, rebalanceTimeout: 5_000, maxWaitTimeInMs: 100 },

@@ -1,5 +1,12 @@
 import { defineLab } from '../../src/shared/lab.ts';
 
+// A correct design from outside the course: Kafka Streams under exactly_once_v2 (streams/), run by
+// Java's source-file mode against the jars the broker uses. Its restarted instance gets a new
+// transactional.id, so a killed one's transaction ends only when the coordinator aborts it after
+// Streams' 10 s transaction timeout: the grader waits for that before it judges the output.
+const KAFKA_STREAMS =
+  "java -Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -cp 'broker/lib/*' labs/single-stage/streams/UpperCaseStreams.java";
+
 export default defineLab({
   title: 'Single-stage pipeline: upper-case exactly once',
   summary:
@@ -32,11 +39,12 @@ export default defineLab({
       { kind: 'send-error', at: ['before:send'] },
     ],
   },
-  checks: ['no-loss', 'no-duplicates', 'no-aborted-reads', 'transform-correct', 'order-preserved', 'offsets-consistent', 'no-hanging-transactions'],
+  checks: ['no-loss', 'no-duplicates', 'no-aborted-reads', 'transform-correct', 'order-preserved', 'offsets-consistent', 'no-hanging-transactions', 'keeps-up'],
   kafkajs: {
     consumer: { sessionTimeout: 3_000, heartbeatInterval: 300, rebalanceTimeout: 5_000, maxWaitTimeInMs: 100 },
     client: { retry: { initialRetryTime: 100, maxRetryTime: 1_000, retries: 10 } },
   },
   timeLimitMs: 120_000,
   quickTimeLimitMs: 45_000,
+  commandFixtures: [{ name: 'kafka-streams-exactly-once-v2', command: KAFKA_STREAMS, expect: 'pass' }],
 });

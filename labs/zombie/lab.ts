@@ -79,7 +79,7 @@ export default defineLab({
       { kind: 'kill', at: ['after:commit'], instance: 2 },
     ],
   },
-  checks: ['no-loss', 'no-duplicates', 'no-aborted-reads', 'transform-correct', 'order-preserved', 'offsets-consistent', 'no-hanging-transactions'],
+  checks: ['no-loss', 'no-duplicates', 'no-aborted-reads', 'transform-correct', 'order-preserved', 'offsets-consistent', 'no-hanging-transactions', 'keeps-up'],
   // No producer transactionTimeout here: kafkajs's 60 s default keeps a frozen transaction open
   // until its instance wakes up, as a long GC pause would in production.
   kafkajs: {

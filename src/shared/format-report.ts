@@ -1,4 +1,5 @@
 import type { GradeReport } from './report.ts';
+import { landingNote } from './fault-landing.ts';
 
 export interface FormatOptions {
   /** ANSI colours (terminals, xterm). */
@@ -23,7 +24,10 @@ export function formatReport(report: GradeReport, options: FormatOptions = {}): 
   const lines = [
     `${bold(verdictColour(VERDICT_LABEL[report.verdict]))}  ${report.lab}${report.quick ? ' (quick)' : ''}  seed ${report.seed}  ${(s.durationMs / 1000).toFixed(1)} s`,
     report.message,
-    dim(`inputs ${s.inputs} committed + ${s.abortedInputs} aborted · outputs ${s.outputs} · aborted output records ${s.abortedRecords} · restarts ${s.restarts}${s.selfExits ? ` (${s.selfExits} on its own)` : ''}`),
+    dim(
+      `inputs ${s.inputs} committed + ${s.abortedInputs} aborted · outputs ${s.outputs} · aborted output records ${s.abortedRecords} · restarts ${s.restarts}${s.selfExits ? ` (${s.selfExits} on its own)` : ''}` +
+        (s.outputBlockedMs ? ` · output blocked ${(s.outputBlockedMs / 1000).toFixed(1)} s by stopped instances' transactions` : ''),
+    ),
     '',
   ];
   const width = Math.max(10, ...report.checks.map((c) => c.name.length));
@@ -36,7 +40,7 @@ export function formatReport(report: GradeReport, options: FormatOptions = {}): 
     lines.push('', 'Faults:');
     for (const f of report.faults) {
       lines.push(
-        dim(`  +${(f.atMs / 1000).toFixed(1).padStart(5)} s  ${f.kind.padEnd(14)} ${f.instance.padEnd(7)} ${f.crashPoint ?? ''}${f.inTransaction ? ' [open txn]' : ''}${f.note ? `  ${f.note}` : ''}`),
+        dim(`  +${(f.atMs / 1000).toFixed(1).padStart(5)} s  ${f.kind.padEnd(14)} ${f.instance.padEnd(7)} ${f.crashPoint ?? ''}${f.inTransaction ? ' [open txn]' : ''}${landingNote(f)}${f.note ? `  ${f.note}` : ''}`),
       );
     }
   }

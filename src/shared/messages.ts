@@ -189,6 +189,7 @@ export const transactionRowSchema = z
     producerId: z.number().int(),
     startedAt: z.string().nullable(),
     durationMs: z.number().nullable(),
+    timeoutMs: z.number().nullable().describe("The producer's transaction.timeout.ms: the coordinator aborts the transaction once it has been open that long"),
     partitions: z.array(z.string()),
   })
   .strict();

@@ -22,6 +22,8 @@ export const CHECK_NAMES = [
   'no-lost-effects',
   'effects-correct',
   'no-transaction-timeouts',
+  // Liveness: input waiting, nothing holding the program back, and no progress for too long.
+  'keeps-up',
 ] as const;
 export const checkNameSchema = z.enum(CHECK_NAMES).describe('A named property the grader verifies after the run');
 export type CheckName = z.infer<typeof checkNameSchema>;
@@ -98,6 +100,12 @@ export const faultRecordSchema = z
     instance: z.string().describe('Which instance it hit, e.g. "i1"; "broker" for broker faults'),
     crashPoint: crashPointSchema.optional().describe('The exact point in the program, when the fault was triggered by one'),
     inTransaction: z.boolean().nullable().describe('Whether the instance had a transaction open when the fault landed (null: unknown)'),
+    aimedAt: z.array(crashPointSchema).optional().describe('The crash points the plan aimed this fault at (programs graded with our wrapper)'),
+    landed: z
+      .enum(['at-point', 'fallback'])
+      .optional()
+      .describe('at-point: it hit one of aimedAt; fallback: the program did not reach them in time, so it fired elsewhere (or at a seeded moment) and stays owed'),
+    try: z.number().int().min(1).optional().describe('1 for the planned injection, 2 and up when an owed fault was armed again'),
     note: z.string().optional(),
   })
   .strict();
@@ -133,9 +141,18 @@ export const gradeReportSchema = z
         abortedRecords: z.number().int().describe('Output records the program wrote in transactions that were aborted'),
         restarts: z.number().int().describe('Instance restarts: after faults and after exiting on its own'),
         selfExits: z.number().int().describe('Times an instance exited on its own and was restarted'),
+        longestStallMs: z
+          .number()
+          .optional()
+          .describe('Longest time input was waiting, no fault held the program back, and nothing moved (keeps-up judges it)'),
+        outputBlockedMs: z
+          .number()
+          .optional()
+          .describe('How long, at the end, read_committed readers of the output were held back by transactions of stopped instances until the broker resolved them'),
         durationMs: z.number(),
       })
       .strict(),
   })
   .strict();
 export type GradeReport = z.infer<typeof gradeReportSchema>;
+

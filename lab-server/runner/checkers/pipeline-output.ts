@@ -36,6 +36,11 @@ export interface OutputCheckInput {
   faults: readonly FaultRecord[];
   /** Wall-clock time the run started, to place records after faults. */
   startedAt: number;
+  /**
+   * What the grade learned about open transactions (scenarios/abandoned-transactions.ts), or null
+   * (then an LSO below the high watermark at verification is a hanging transaction, as before).
+   */
+  transactions?: { heldAtEnd: string[]; outlived: string[]; insideTimeout: string[]; known: boolean; blockedMs: number } | null;
   /** Checks decided elsewhere in the grade (e.g. throughput-speedup, effect checks), reported in the lab's order; they replace built-in checks of the same name. */
   extraChecks?: CheckResult[];
 }
@@ -150,7 +155,8 @@ export function checkPipelineOutput(read: OutputRead, input: OutputCheckInput): 
 
   // no-loss
   const missing = [...fromCommitted].filter(([id]) => !actual.has(id));
-  const lossNotes = blocked.length || hanging.length ? [...hanging, ...blocked] : [];
+  const txns = input.transactions;
+  const lossNotes = blocked.length || hanging.length ? [...hanging, ...(txns?.insideTimeout ?? []), ...blocked] : [];
   result(
     'no-loss',
     missing.length ? [...lossNotes, ...missing.map(([, e]) => `missing output for input ${inputLabel(e.input)}`)] : [],
@@ -255,7 +261,17 @@ export function checkPipelineOutput(read: OutputRead, input: OutputCheckInput): 
   result('offsets-consistent', offsetFailures, "the group's committed offsets end right after the last input", (n) => `${n} input partitions have wrong committed offsets`);
 
   // no-hanging-transactions
-  result('no-hanging-transactions', hanging, 'no transaction was left open: every output LSO reached its high watermark', (n) => `${n} output partitions are blocked by an open transaction`);
+  // A transaction is hanging when a live instance still holds it at the end, or when it outlived
+  // its own timeout; one a stopped instance left inside its timeout is the coordinator's to end
+  // (the grader waited for that, bounded), and blocks the output meanwhile (see no-loss).
+  const blockedFor = txns?.blockedMs ? ` (read_committed readers were held back ${(txns.blockedMs / 1000).toFixed(1)} s by transactions of stopped instances until the coordinator aborted them)` : '';
+  const hangingFailures = txns?.known ? [...txns.heldAtEnd, ...txns.outlived] : [...(txns?.heldAtEnd ?? []), ...hanging];
+  result(
+    'no-hanging-transactions',
+    hangingFailures,
+    `no transaction was left open: every output LSO reached its high watermark${blockedFor}`,
+    (n) => `${n} transaction${n === 1 ? ' was' : 's were'} left open (held by a live instance at the end, or open past ${n === 1 ? 'its' : 'their'} own timeout)`,
+  );
 
   return {
     checks: [...results.values()],

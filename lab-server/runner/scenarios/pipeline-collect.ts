@@ -4,6 +4,7 @@
  * to the checkers (the lifecycle then selects the lab's checks, selectLabChecks).
  */
 import { checkApiEffects } from '../checkers/api-effects.ts';
+import { checkKeepsUp } from '../checkers/keeps-up.ts';
 import { checkDatabaseEffects } from '../checkers/database-effects.ts';
 import { checkPipelineOutput, readPipelineOutput } from '../checkers/pipeline-output.ts';
 import { checkTransactionTimeouts } from '../checkers/transaction-timeouts.ts';
@@ -28,9 +29,11 @@ export async function collectPipeline(scenario: PipelineParts): Promise<Outcome>
     inputs,
     faults: history.faults,
     startedAt: attempt.startedAt,
+    transactions: scenario.abandoned ? { heldAtEnd: scenario.heldAtEnd, ...scenario.abandoned } : null,
     extraChecks: [
       ...(scenario.throughput ? [scenario.throughput.check] : []),
       ...(timeoutCheck ? [timeoutCheck] : []),
+      checkKeepsUp(scenario.stallWatch.stalls, scenario.stallWatch.boundMs, scenario.stallWatch.longestMs),
       // Labs that call the lab API: the effects it applied, against what the committed inputs ask for.
       ...(scenario.api && lab.api ? checkApiEffects({ api: lab.api, effects: scenario.api.effects, inputs, faults: history.faults, startedAt: attempt.startedAt }) : []),
       // Labs with a database: the rows the program left, against what the committed inputs ask for.
@@ -45,10 +48,13 @@ export async function collectPipeline(scenario: PipelineParts): Promise<Outcome>
     abortedRecords: verification.abortedRecords,
     verdict: (checks) => ({
       failNote: scenario.timedOut ? ' The time limit was reached before all input was processed.' : '',
-      inconclusive: attempt.driver.hitTransaction(faults, verification.abortedRecords)
-        ? null
-        : `All checks held, but no fault landed inside an open transaction, so exactly-once was not really tested: grade again (another seed).`,
-      passMessage: `All ${checks.length} checks held under ${faults.length} faults (${faults.filter((f) => f.inTransaction).length} inside open transactions).`,
+      // An aimed fault that never hit its point leaves what it tests untested (fault-obligations.ts).
+      inconclusive:
+        scenario.obligations.inconclusiveMessage() ??
+        (attempt.driver.hitTransaction(faults, verification.abortedRecords)
+          ? null
+          : `All checks held, but no fault landed inside an open transaction, so exactly-once was not really tested: grade again (another seed).`),
+      passMessage: `All ${checks.length} checks held under ${faults.length} faults (${faults.filter((f) => f.inTransaction).length} inside open transactions).${scenario.obligations.designNote()}`,
     }),
   };
 }

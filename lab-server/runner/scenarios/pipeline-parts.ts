@@ -3,6 +3,10 @@
  * the attempt, the input writer, the progress tracker and what prepare sets up.
  */
 import type { PipelineLab } from '../../../src/shared/lab.ts';
+import type { CrashPoint } from '../../../src/shared/report.ts';
+import type { AbandonedTransactions } from './abandoned-transactions.ts';
+import type { FaultObligations } from './fault-obligations.ts';
+import type { StallWatch } from './stall-watch.ts';
 import type { ApiNamespace } from '../../api/lab-api.ts';
 import type { TransactionTimeoutWatch } from '../checkers/transaction-timeouts.ts';
 import type { AttemptDatabase } from '../database-attempt.ts';
@@ -28,6 +32,16 @@ export interface PipelineParts {
   throughput: ThroughputResult | null;
   /** Whether settling ran into the time limit. */
   timedOut: boolean;
+  /** Every crash point some incarnation of the program reached. */
+  readonly reachedPoints: Set<CrashPoint>;
+  /** The aimed faults still owed, and the ones that never landed. */
+  readonly obligations: FaultObligations;
+  /** Stretches without progress while input waited (the keeps-up check). */
+  readonly stallWatch: StallWatch;
+  /** Transactions live instances held open at the end of the work. */
+  heldAtEnd: string[];
+  /** What stopped instances left open, after the bounded wait for the coordinator. */
+  abandoned: AbandonedTransactions | null;
   /** A program instance's env (TRANSACTIONAL_ID of the slot, ...). */
   env(slot: number): Record<string, string>;
   system(line: string): void;

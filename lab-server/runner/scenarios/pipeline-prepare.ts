@@ -18,14 +18,19 @@ export function pipelineSupervisor(scenario: Omit<PipelineParts, 'supervisor'>):
     () => attempt.source,
     {
       env: (slot) => scenario.env(slot),
-      line: (instance, stream, line) => attempt.sink.line(instance.id, stream, line),
+      line: (instance, stream, line) => {
+        scenario.stallWatch.noteLine(instance.id, line);
+        attempt.sink.line(instance.id, stream, line);
+      },
       started: (slot) => {
-        scenario.progressTracker.lastActivityAt = Date.now();
+        scenario.progressTracker.started();
         history.mark('start', slot.current.id, slot.incarnation > 1 ? `incarnation ${slot.incarnation}` : undefined);
       },
       event: (slot, instance, event) => {
         if (event.t === 'member') return;
         if (instance === slot.current) slot.txnOpen = event.txnOpen;
+        if (event.t === 'call' || event.t === 'hit') scenario.reachedPoints.add(event.point);
+        scenario.stallWatch.noteEvent(instance.id, event);
         // A commit is work getting done even when the group's offsets have not moved yet (a slow
         // machine, retries after a broker restart): it keeps the settle phase from giving up early.
         if (event.t === 'call' && (event.point === 'after:commit' || event.point === 'after:db-commit') && attempt.phase === 'settling') scenario.progressTracker.lastActivityAt = Date.now();

@@ -13,6 +13,12 @@ import type { SeededRecord } from '../seeder.ts';
 
 /** Multi-stage labs: how long the later stages' topics must stay unchanged before verifying. */
 const PIPELINE_QUIET_MS = 1_000;
+/**
+ * Between faults: a program that worked on the new input and then went quiet (no offsets, no
+ * output, no open transaction) for this long is done with it, even if its group's offsets do not
+ * say so (it commits the wrong offset, or to another group). offsets-consistent reports that.
+ */
+const IDLE_AFTER_WORK_MS = 3_000;
 
 export interface ProgressSource {
   kafka: Kafka;
@@ -27,6 +33,8 @@ export interface ProgressSource {
   watchStages(): boolean;
   /** The figure moved: a crash loop is broken. */
   moved(): void;
+  /** Whether a live instance says it holds a transaction open (our wrapper; false for --cmd). */
+  transactionOpen(): boolean;
 }
 
 export class PipelineProgress {
@@ -34,6 +42,13 @@ export class PipelineProgress {
   processed = 0;
   /** When the program last showed progress (or was started). */
   lastActivityAt = Date.now();
+  /** When the output topics' ends last moved (or an output transaction opened or closed). */
+  outputMovedAt = 0;
+  /** Whether an output partition has an open transaction (LSO < HWM), as of the last poll. */
+  outputOpen = false;
+  /** When an instance last started (a restarted program has not worked on anything yet). */
+  lastStartAt = 0;
+  private outputSignature = '';
   private polling = false;
   private polls = 0;
   private admin: Admin | null = null;
@@ -100,6 +115,7 @@ export class PipelineProgress {
         this.src.moved();
       }
       this.processed = processed;
+      await this.pollOutputs();
       if (this.staged && this.src.watchStages()) await this.pollStages(admin);
     } catch {
       // The broker may be restarting (a fault): keep the last figure, and connect afresh next time.
@@ -110,6 +126,36 @@ export class PipelineProgress {
       this.polling = false;
       this.polls++;
     }
+  }
+
+  /**
+   * What the program wrote, whatever its offsets say: the output topics' ends and whether a
+   * transaction is open on them. Output that moves is activity (settling does not give up on a
+   * program that is still writing), and the between-fault wait can tell a program that finished
+   * its input from one that never started it.
+   */
+  private async pollOutputs(): Promise<void> {
+    const outputs = this.src.lab.topics.filter((t) => t.role === 'output');
+    if (!outputs.length) return; // a database sink: its rows count in `processed`
+    const ends = await Promise.all(outputs.map((t) => this.probe.offsets(this.src.realTopic(t.name))));
+    const signature = JSON.stringify(ends.map((offsets) => offsets.map((p) => [p.lso, p.hwm])));
+    this.outputOpen = ends.some((offsets) => offsets.some((p) => p.lso < p.hwm));
+    if (signature === this.outputSignature) return;
+    const first = this.outputSignature === '';
+    this.outputSignature = signature;
+    if (first && ends.every((offsets) => offsets.every((p) => p.hwm === 0))) return; // empty topics: nothing written yet
+    this.outputMovedAt = Date.now();
+    this.lastActivityAt = Date.now();
+  }
+
+  /** An instance (re)started: activity, and nothing it wrote yet. */
+  started(): void {
+    this.lastStartAt = this.lastActivityAt = Date.now();
+  }
+
+  /** Whether the program wrote any output yet (or, without output topics, processed anything). */
+  get outputSeen(): boolean {
+    return this.outputMovedAt > 0 || this.processed > 0;
   }
 
   /**
@@ -160,7 +206,10 @@ export class PipelineProgress {
    */
   async waitFor(target: number, timeoutMs: number): Promise<void> {
     const until = Date.now() + Math.max(0, timeoutMs);
-    while (Date.now() < until && this.processed < target) await sleep(100);
+    // Wrote output since its latest (re)start, no transaction open, and nothing moved since.
+    const idleAfterWork = () =>
+      this.outputMovedAt > this.lastStartAt && !this.outputOpen && !this.src.transactionOpen() && Date.now() - Math.max(this.outputMovedAt, this.lastActivityAt) >= IDLE_AFTER_WORK_MS;
+    while (Date.now() < until && this.processed < target && !idleAfterWork()) await sleep(100);
     // Multi-stage: the later stages too (a retried batch of the last stage, say), so the next
     // fault does not cut short what the previous one set up. Judged by a poll that started after
     // the first stage was done; a pipeline that never catches up costs at most 5 s here.

@@ -5,7 +5,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { PipelineLab } from '../../../src/shared/lab.ts';
-import type { FaultKind, FaultRecord } from '../../../src/shared/report.ts';
+import type { CrashPoint, FaultKind, FaultRecord } from '../../../src/shared/report.ts';
 import { describeError, KafkaIqError } from '../../core/errors.ts';
 import type { ApiNamespace } from '../../api/lab-api.ts';
 import { findTransactionCoordinator, waitForFullIsr } from '../../kafka/coordinator.ts';
@@ -25,6 +25,9 @@ import { injectFault } from '../nemesis/index.ts';
 import { manualFault } from '../nemesis/manual.ts';
 import type { ProgramProcess } from '../program-instance.ts';
 import { InputWriter, planSeedTransactions, splitIntoWaves, type SeedTransaction } from '../seeder.ts';
+import { awaitAbandonedTransactions, type AbandonedTransactions } from './abandoned-transactions.ts';
+import { FaultObligations } from './fault-obligations.ts';
+import { StallWatch } from './stall-watch.ts';
 import { collectPipeline } from './pipeline-collect.ts';
 import type { PipelineParts } from './pipeline-parts.ts';
 import { pipelineSupervisor, preparePipeline } from './pipeline-prepare.ts';
@@ -33,6 +36,13 @@ import { measureThroughput, type ThroughputResult } from './throughput.ts';
 
 const QUIET_MS = 6_000;
 const STOP_GRACE_MS = 8_000;
+/**
+ * keeps-up: longer than this without progress, input waiting and nothing holding the program is a
+ * stall. Measured: the longest such pause of the reference solutions (bench:grader, see README).
+ */
+export const STALL_BOUND_MS = 12_000;
+/** Faults that do not make the group rebalance or the program restart: they hold nothing. */
+const HOLDS_NOTHING = new Set<FaultKind>(['send-error']);
 
 export class PipelineScenario implements Scenario, NemesisContext, PipelineParts {
   readonly progressEveryMs = 300;
@@ -49,6 +59,16 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
   throughput: ThroughputResult | null = null;
   timedOut = false;
   faultsDone = 0;
+  /** Transactions live instances held open at the end of the work (instrumented programs). */
+  heldAtEnd: string[] = [];
+  /** What stopped instances left open, once the broker had its chance to resolve it. */
+  abandoned: AbandonedTransactions | null = null;
+  /** Every crash point some incarnation of the program reached (a 'call' or 'hit' event). */
+  readonly reachedPoints = new Set<CrashPoint>();
+  readonly obligations = new FaultObligations(this.reachedPoints, (line) => this.system(line));
+  readonly stallWatch: StallWatch;
+  /** When the last fault that rebalances or restarts something ended (or an instance started). */
+  private lastHoldAt = 0;
   private faultPlan: FaultPlan | null = null;
   private expected = 0;
   private takeWave: () => SeedTransaction[] = () => [];
@@ -69,8 +89,42 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
       database: () => this.database,
       watchStages: () => attempt.options.mode !== 'run' && (attempt.phase === 'running' || attempt.phase === 'settling'),
       moved: () => this.supervisor.resetRestartCounts(),
+      transactionOpen: () => this.liveTransactionOpen(),
     });
     this.supervisor = pipelineSupervisor(this);
+    this.stallWatch = new StallWatch(
+      {
+        elapsed: () => attempt.elapsed(),
+        waiting: () => this.committedWritten - this.progressTracker.processed,
+        lastActivityAt: () => Math.max(this.progressTracker.lastActivityAt, this.progressTracker.lastStartAt),
+        holdReason: () => this.holdReason(),
+      },
+      STALL_BOUND_MS,
+    );
+  }
+
+  /** Whether a live instance says (through our wrapper) that it holds a transaction open. */
+  private liveTransactionOpen(): boolean {
+    return [...this.slots].some((s) => s.current.alive && s.txnOpen);
+  }
+
+  /**
+   * Why the program may rightly make no progress now: the broker is down or just back, an instance
+   * is frozen, or a restart or rebalance is still within the group's session and rebalance timeouts.
+   */
+  private holdReason(): string | null {
+    if (this.maintenance.isDown) return 'broker down';
+    const { sessionTimeout = 30_000, rebalanceTimeout = 60_000 } = this.lab.kafkajs.consumer;
+    const settleMs = Math.min(sessionTimeout, 30_000) + Math.min(rebalanceTimeout, 30_000);
+    const now = Date.now();
+    if (now - this.maintenance.lastDowntimeEndedAt < settleMs) return 'broker just back';
+    if (this.supervisor.zombies.size > 0 || [...this.slots].some((s) => s.current.state === 'paused')) return 'an instance is paused';
+    // The broker shows an open transaction no live instance says it holds (a --cmd program cannot
+    // say): one a stopped instance left, which blocks readers and pending offsets until the
+    // coordinator aborts it at its timeout. Kafka Streams waits for exactly that after a crash.
+    if (this.progressTracker.outputOpen && !this.liveTransactionOpen()) return "a stopped instance's transaction is still open";
+    if (now - Math.max(this.lastHoldAt, this.progressTracker.lastStartAt) < settleMs) return 'a rebalance or restart is pending';
+    return null;
   }
 
   // ---- NemesisContext (what the fault handlers and the driver see) -----------------------------
@@ -171,10 +225,20 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
     await Promise.race([leave, sleep(3_000)]);
   }
 
-  recordFault(fault: { kind: FaultKind }, instance: string, event: (Pick<AimedHit, 'point' | 'txnOpen'> & { aimedAt?: string }) | null, txnOpen: boolean | null, note?: string): FaultRecord {
+  recordFault(
+    fault: Pick<PlannedFault, 'kind'> & Partial<Pick<PlannedFault, 'points' | 'attempt'>>,
+    instance: string,
+    event: (Pick<AimedHit, 'point' | 'txnOpen'> & { aimedAt?: string }) | null,
+    txnOpen: boolean | null,
+    note?: string,
+  ): FaultRecord {
+    // Only our wrapper can hold a program at a point: an opaque program's faults are not aimed.
+    const aimedAt = this.attempt.driver.kind === 'instrumented' && fault.points?.length ? [...fault.points] : null;
+    const landed = aimedAt ? (event?.point && aimedAt.includes(event.point) ? 'at-point' : 'fallback') : undefined;
     // A crash point aimed at one stage: say which, so the learner can place the evidence.
     const aimed = event?.aimedAt ? `in the transaction writing ${this.lab.topics.find((t) => t.name === event.aimedAt)?.env ?? event.aimedAt}` : undefined;
     if (aimed) note = note ? `${aimed}; ${note}` : aimed;
+    if (!HOLDS_NOTHING.has(fault.kind)) this.lastHoldAt = Date.now();
     const record: FaultRecord = {
       atMs: this.attempt.elapsed(),
       kind: fault.kind,
@@ -182,13 +246,19 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
       ...(event?.point ? { crashPoint: event.point } : {}),
       // A crash point in an HTTP or SQL call lies inside the program's unit of work (nemesis/api-faults.ts).
       inTransaction: event ? event.txnOpen || insideUnitOfWork(event.point) : txnOpen,
+      ...(aimedAt ? { aimedAt, landed } : {}),
+      ...(fault.attempt && fault.attempt > 1 ? { try: fault.attempt } : {}),
       ...(note ? { note } : {}),
     };
     const n = this.attempt.history.fault(record);
-    this.attempt.history.mark('fault', instance, `${fault.kind}${record.crashPoint ? ` at ${record.crashPoint}` : ''}`);
+    const landing = landed === 'fallback' ? ` (fell back; aimed at ${aimedAt!.join(' or ')})` : landed === 'at-point' ? ' (hit its point)' : '';
+    this.attempt.history.mark('fault', instance, `${fault.kind}${record.crashPoint ? ` at ${record.crashPoint}` : ''}${landing}${record.try ? `, try ${record.try}` : ''}`);
     this.attempt.options.listener.fault(record);
     this.system(
-      `fault ${n}/${this.faultPlan?.faults.length ?? 0}: ${fault.kind} ${instance}${record.crashPoint ? ` at ${record.crashPoint}` : ''}${record.inTransaction ? ' (inside an open transaction)' : ''}${note ? ` — ${note}` : ''}`,
+      `fault ${n}/${this.faultPlan?.faults.length ?? 0}: ${fault.kind} ${instance}${record.crashPoint ? ` at ${record.crashPoint}` : ''}${record.inTransaction ? ' (inside an open transaction)' : ''}` +
+        (landed === 'fallback' ? ` — fell back: aimed at ${aimedAt!.join(' or ')}, which the program did not reach in time` : '') +
+        (record.try ? ` (try ${record.try})` : '') +
+        `${note ? ` — ${note}` : ''}`,
     );
     return record;
   }
@@ -219,6 +289,7 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
   async pollProgress(): Promise<void> {
     const { phase } = this.attempt;
     if (phase !== 'compiling' && phase !== 'done') await this.progressTracker.poll();
+    if (this.attempt.options.mode !== 'run' && (phase === 'running' || phase === 'settling') && !this.attempt.stopping) this.stallWatch.poll();
     this.attempt.emitProgress();
   }
 
@@ -270,7 +341,9 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
     // replacement to chew on, and a last one. A fault must never find the input used up.
     // Several instances also get a warm-up wave (see below).
     const multi = this.lab.instances > 1;
-    const waves = splitIntoWaves(transactions, 2 * plan.faults.length + 1 + plan.faults.filter((f) => f.kind === 'zombie').length + (multi ? 1 : 0));
+    // Owed faults (see obligations) are armed again with fresh input: two spare waves per aimed fault.
+    const aimed = plan.faults.filter((f) => f.points?.length).length;
+    const waves = splitIntoWaves(transactions, 2 * plan.faults.length + 1 + plan.faults.filter((f) => f.kind === 'zombie').length + (multi ? 1 : 0) + 2 * aimed);
     this.takeWave = () => waves.shift() ?? [];
     this.expected = transactions.filter((t) => t.commit).reduce((n, t) => n + t.records.length, 0);
     this.system(
@@ -288,25 +361,71 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
       await this.writeWave(this.nextWave());
       await this.progressTracker.waitFor(this.committedWritten, Math.min(15_000, attempt.deadline - Date.now()));
     }
-    for (const fault of plan.faults) {
-      if (Date.now() > attempt.deadline) break;
+    const queue: PlannedFault[] = plan.faults.map((f) => ({ ...f, attempt: 1 }));
+    while (queue.length) {
+      const fault = queue.shift()!;
+      if (Date.now() > attempt.deadline) {
+        this.obligations.outOfTime(fault, queue);
+        break;
+      }
       // Several instances: every start, exit and join is a rebalance. Arm the next fault once the
       // group is stable again, so the instance it targets owns partitions when the wave arrives.
       if (multi) await this.waitForStableGroup(Math.min(12_000, attempt.deadline - Date.now()));
+      const recordedBefore = attempt.history.faults.length;
       await injectFault(this, fault, this.nextWave());
-      this.faultsDone++;
+      if (!HOLDS_NOTHING.has(fault.kind)) this.lastHoldAt = Date.now();
+      if (fault.attempt === 1) this.faultsDone++;
+      this.obligations.settle(fault, attempt.history.faults.slice(recordedBefore), queue, waves.length > 0);
       await this.progressTracker.waitFor(this.committedWritten, Math.min(15_000, attempt.deadline - Date.now()));
+      await this.letStallShow();
     }
     for (const wave of waves) await this.writeWave(wave);
 
     attempt.phase = 'settling';
     this.timedOut = !(await this.settle());
     if (this.timedOut) this.system(`Time limit of ${Math.round(attempt.limitMs / 1000)} s reached with ${this.processed}/${this.expected} inputs processed: verifying what is there.`);
+    this.heldAtEnd = await this.transactionsHeldAtEnd();
     attempt.stopping = true;
     // A generous grace: a program finishing its last transaction on a busy machine must not be
     // SIGKILLed mid-transaction by us, or the hanging transaction would be blamed on it.
     await this.supervisor.stopAll(STOP_GRACE_MS);
     attempt.emitState();
+    // Transactions of instances that are gone end when the coordinator aborts them: wait for that
+    // (bounded) before anything is judged, and measure how long the output was held back.
+    this.abandoned = await this.maintenance.withShared(() =>
+      awaitAbandonedTransactions({
+        probe: this.progressTracker.probe,
+        brokers: this.brokers,
+        namespace: attempt.namespace,
+        topics: this.lab.topics.filter((t) => t.role !== 'input').map((t) => this.realTopic(t.name)),
+        system: (line) => this.system(line),
+      }),
+    );
+  }
+
+  /**
+   * Live instances that still hold a transaction open once the work is over (our wrapper says so):
+   * a transaction the program itself never ends. A moment's grace for one that is just committing.
+   */
+  private async transactionsHeldAtEnd(): Promise<string[]> {
+    const holding = () => [...this.slots].filter((s) => s.current.alive && s.txnOpen);
+    const until = Date.now() + 2_000;
+    while (holding().length && Date.now() < until) await sleep(100);
+    return holding().map((s) => `${s.current.id} still holds a transaction open after the work was done (+${(this.attempt.elapsed() / 1000).toFixed(1)} s): it never commits or aborts it`);
+  }
+
+  /**
+   * A program sitting on an open transaction with input waiting and nothing holding it is stuck.
+   * The next fault would restart it and hide that: let the stall reach keeps-up's bound first
+   * (or end, if the program moves again). Costs nothing for a program that is working.
+   */
+  private async letStallShow(): Promise<void> {
+    const until = Math.min(this.attempt.deadline, Date.now() + STALL_BOUND_MS + 2_000);
+    for (;;) {
+      const quiet = this.stallWatch.developingMs();
+      if (quiet === null || quiet > STALL_BOUND_MS + 1_000 || !this.liveTransactionOpen() || Date.now() >= until) return;
+      await sleep(200);
+    }
   }
 
   /** Multi-instance labs: waits until the group is Stable with one member per running slot. */
@@ -327,10 +446,14 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
     while (Date.now() < attempt.deadline) {
       if (progress.processed >= this.expected && this.supervisor.zombies.size === 0 && progress.settled()) return true;
       const laterStagesBehind = progress.staged && progress.processed >= this.expected && !progress.stagesCaughtUp;
-      const quietMs = this.driver.quietMs(QUIET_MS, laterStagesBehind);
+      let quietMs = this.driver.quietMs(QUIET_MS, laterStagesBehind);
+      // Input waiting and a live instance sitting on an open transaction: a wedge, not the end of
+      // the work. Wait long enough for keeps-up to see it as the stall it is.
+      if (this.committedWritten > progress.processed && this.liveTransactionOpen()) quietMs = Math.max(quietMs, STALL_BOUND_MS + 1_500);
       // A broker restart (this grade's or a parallel one's) is nobody's lack of progress.
       const quietSince = Math.max(progress.lastActivityAt, this.maintenance.lastDowntimeEndedAt);
-      if (!this.maintenance.isDown && Date.now() - quietSince > quietMs && progress.processed > 0) {
+      // Quiet after some work: its output counts too (offsets to the wrong place never show progress).
+      if (!this.maintenance.isDown && Date.now() - quietSince > quietMs && progress.outputSeen) {
         this.system(`No progress for ${quietMs / 1000} s with ${progress.processed}/${this.expected} inputs processed: verifying now.`);
         return true;
       }
@@ -349,6 +472,8 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
       abortedInputs: this.writer.written.filter((r) => !r.committed).length,
       outputs: outcome?.outputs ?? 0,
       abortedRecords: outcome?.abortedRecords ?? 0,
+      ...(this.attempt.options.mode === 'run' ? {} : { longestStallMs: this.stallWatch.longestMs }),
+      ...(this.abandoned?.blockedMs ? { outputBlockedMs: this.abandoned.blockedMs } : {}),
     };
   }
 

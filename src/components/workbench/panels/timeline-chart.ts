@@ -4,6 +4,7 @@
  */
 import type { GradeReport } from '../../../shared/report.ts';
 import { svg } from '../dom.ts';
+import { landingNote } from '../../../shared/fault-landing.ts';
 
 const WIDTH = 640;
 const GUTTER = 52;
@@ -72,7 +73,7 @@ export function createTimelineChart(report: GradeReport): SVGSVGElement {
   for (const fault of report.faults) {
     const where = fault.crashPoint ? ` at ${fault.crashPoint}` : '';
     const txn = fault.inTransaction === null ? '' : fault.inTransaction ? ' (transaction open)' : ' (no transaction open)';
-    chart.append(faultMarker(x(fault.atMs), laneY(fault.instance), svg('title', {}, `${(fault.atMs / 1000).toFixed(2)} s · ${fault.kind} ${fault.instance}${where}${txn}`)));
+    chart.append(faultMarker(x(fault.atMs), laneY(fault.instance), svg('title', {}, `${(fault.atMs / 1000).toFixed(2)} s · ${fault.kind} ${fault.instance}${where}${txn}${landingNote(fault)}`)));
   }
   return chart;
 }

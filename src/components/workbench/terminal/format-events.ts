@@ -2,6 +2,7 @@
 import type { Diagnostic, ProgressMessage } from '../../../shared/messages.ts';
 import type { FaultRecord } from '../../../shared/report.ts';
 import { ansi, instanceTag } from './ansi.ts';
+import { landingNote } from '../../../shared/fault-landing.ts';
 
 export function formatPhase(progress: ProgressMessage): string {
   const mode = progress.mode === 'quick' ? 'quick grade' : progress.mode;
@@ -12,7 +13,7 @@ export function formatFault(fault: FaultRecord): string {
   const where = fault.crashPoint ? ` at ${fault.crashPoint}` : '';
   const txn = fault.inTransaction === null ? '' : fault.inTransaction ? ', transaction open' : ', no transaction open';
   const note = fault.note ? ` — ${fault.note}` : '';
-  return `${instanceTag('grader')} ${ansi.yellow(`⚡ ${fault.kind} ${fault.instance}${where}`)}${ansi.dim(` (${(fault.atMs / 1000).toFixed(1)} s${txn})${note}`)}`;
+  return `${instanceTag('grader')} ${ansi.yellow(`⚡ ${fault.kind} ${fault.instance}${where}`)}${ansi.dim(` (${(fault.atMs / 1000).toFixed(1)} s${txn})${landingNote(fault)}${note}`)}`;
 }
 
 export function formatDiagnostics(diagnostics: readonly Diagnostic[]): string[] {

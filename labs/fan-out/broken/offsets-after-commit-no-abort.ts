@@ -1,0 +1,40 @@
+// expect-fail: no-duplicates
+// Two mistakes that hide each other: the offsets are committed by the consumer after the
+// transaction (a crash between the two replays a batch whose output is already committed), and a
+// transaction whose send failed is never aborted, so every later producer.transaction() throws.
+// A failed send leaves the program wedged, so the after:commit kill that exposes the first
+// mistake may find it idle: the grader keeps that kill owed until it lands.
+import { Kafka } from 'kafkajs';
+
+const kafka = new Kafka({ clientId: 'order-fan-out', brokers: process.env.KAFKA_BROKERS!.split(',') });
+const groupId = process.env.GROUP_ID!;
+const consumer = kafka.consumer({ groupId });
+const producer = kafka.producer({ transactionalId: process.env.TRANSACTIONAL_ID!, idempotent: true, maxInFlightRequests: 1 });
+
+type Order = { orderId: string; customer: string; sku: string; quantity: number; unitPriceCents: number };
+const payment = (o: Order) => JSON.stringify({ orderId: o.orderId, amountCents: o.quantity * o.unitPriceCents });
+const inventory = (o: Order) => JSON.stringify({ orderId: o.orderId, sku: o.sku, quantity: -o.quantity });
+const notification = (o: Order) =>
+  JSON.stringify({ orderId: o.orderId, customer: o.customer, text: `Order ${o.orderId} confirmed: ${o.quantity} x ${o.sku}` });
+
+await producer.connect();
+await consumer.connect();
+await consumer.subscribe({ topic: process.env.ORDERS_TOPIC!, fromBeginning: true });
+await consumer.run({
+  autoCommit: false,
+  eachBatch: async ({ batch, resolveOffset }) => {
+    const txn = await producer.transaction();
+    const orders = batch.messages.map((m) => ({ key: m.key, o: JSON.parse(m.value!.toString()) as Order }));
+    await txn.send({ topic: process.env.PAYMENTS_TOPIC!, messages: orders.map(({ key, o }) => ({ key, value: payment(o) })) });
+    await txn.send({ topic: process.env.INVENTORY_TOPIC!, messages: orders.map(({ key, o }) => ({ key, value: inventory(o) })) });
+    await txn.send({ topic: process.env.NOTIFICATIONS_TOPIC!, messages: orders.map(({ key, o }) => ({ key, value: notification(o) })) });
+    await txn.commit();
+    await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: String(Number(batch.lastOffset()) + 1) }]);
+    resolveOffset(batch.lastOffset());
+  },
+});
+process.on('SIGTERM', async () => {
+  await consumer.disconnect();
+  await producer.disconnect();
+  process.exit(0);
+});

@@ -1,0 +1,33 @@
+// expect-fail: keeps-up
+// Offsets go into the transaction as they should, but a transaction whose send failed is never
+// aborted. kafkajs retries the batch, and every producer.transaction() after that throws ("there is
+// already an ongoing transaction"): the program is alive, connected and doing nothing, with input
+// waiting, until something restarts it.
+import { Kafka } from 'kafkajs';
+
+const groupId = process.env.GROUP_ID!;
+const kafka = new Kafka({ clientId: 'upper-case', brokers: process.env.KAFKA_BROKERS!.split(',') });
+const consumer = kafka.consumer({ groupId });
+const producer = kafka.producer({ transactionalId: process.env.TRANSACTIONAL_ID!, idempotent: true, maxInFlightRequests: 1 });
+
+await producer.connect();
+await consumer.connect();
+await consumer.subscribe({ topic: process.env.INPUT_TOPIC!, fromBeginning: true });
+await consumer.run({
+  autoCommit: false,
+  eachBatch: async ({ batch, resolveOffset }) => {
+    const txn = await producer.transaction();
+    await txn.send({
+      topic: process.env.OUTPUT_TOPIC!,
+      messages: batch.messages.map((m) => ({ key: m.key, value: m.value!.toString().toUpperCase() })),
+    });
+    await txn.sendOffsets({ consumerGroupId: groupId, topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: String(Number(batch.lastOffset()) + 1) }] }] });
+    await txn.commit();
+    resolveOffset(batch.lastOffset());
+  },
+});
+process.on('SIGTERM', async () => {
+  await consumer.disconnect();
+  await producer.disconnect();
+  process.exit(0);
+});

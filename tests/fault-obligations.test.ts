@@ -1,0 +1,64 @@
+import { describe, expect, it } from 'vitest';
+import type { CrashPoint, FaultRecord } from '../src/shared/report.ts';
+import type { PlannedFault } from '../lab-server/runner/fault-plan.ts';
+import { FaultObligations, MAX_FAULT_TRIES } from '../lab-server/runner/scenarios/fault-obligations.ts';
+
+const kill = (attempt = 1): PlannedFault => ({ kind: 'kill', instance: 1, crashPoint: 'after:commit', points: ['after:commit'], occurrence: 1, delayMs: 0, attempt });
+const record = (landed: 'at-point' | 'fallback', crashPoint?: CrashPoint): FaultRecord => ({
+  atMs: 0,
+  kind: 'kill',
+  instance: 'i1',
+  inTransaction: null,
+  aimedAt: ['after:commit'],
+  landed,
+  ...(crashPoint ? { crashPoint } : {}),
+});
+
+describe('faults are obligations', () => {
+  it('re-arms a fallback at once when the program reaches the point, and is inconclusive if it never lands', () => {
+    const reached = new Set<CrashPoint>(['after:commit']);
+    const o = new FaultObligations(reached, () => {});
+    const queue: PlannedFault[] = [{ ...kill(), kind: 'stop' }];
+    o.settle(kill(), [record('fallback')], queue, true);
+    expect(queue[0]).toMatchObject({ kind: 'kill', attempt: 2 });
+    for (let t = 2; t <= MAX_FAULT_TRIES; t++) o.settle(queue.shift()!, [record('fallback', 'after:send')], queue, true);
+    expect(queue).toEqual([{ ...kill(), kind: 'stop' }]);
+    expect(o.missed()).toHaveLength(1);
+    expect(o.inconclusiveMessage()).toMatch(/kill at after:commit \(i1, after 3 tries\)/);
+  });
+
+  it('is satisfied once the owed fault lands on its point', () => {
+    const o = new FaultObligations(new Set(['after:commit']), () => {});
+    const queue: PlannedFault[] = [];
+    o.settle(kill(), [record('fallback')], queue, true);
+    o.settle(queue.shift()!, [record('at-point', 'after:commit')], queue, true);
+    expect(queue).toEqual([]);
+    expect(o.inconclusiveMessage()).toBeNull();
+    expect(o.landed).toBe(1);
+  });
+
+  it('lets the fallback stand for a call the program never makes (a correct design the lab did not write)', () => {
+    const o = new FaultObligations(new Set(['after:send']), () => {});
+    const queue: PlannedFault[] = [];
+    o.settle(kill(), [record('fallback', 'after:send')], queue, true);
+    expect(queue).toMatchObject([{ attempt: 2 }]); // tried again after the rest of the plan
+    o.settle(queue.shift()!, [record('fallback', 'after:send')], queue, true);
+    expect(queue).toEqual([]);
+    expect(o.missed()).toEqual([]);
+    expect(o.designNote()).toMatch(/never makes that call/);
+  });
+
+  it('counts aimed faults the time limit cut off as missed', () => {
+    const o = new FaultObligations(new Set(['after:commit']), () => {});
+    o.outOfTime(kill(2), []);
+    expect(o.inconclusiveMessage()).toMatch(/before the time limit/);
+  });
+
+  it('ignores faults a driver could not aim (no aimedAt: a --cmd program)', () => {
+    const o = new FaultObligations(new Set(), () => {});
+    const queue: PlannedFault[] = [];
+    o.settle(kill(), [{ atMs: 0, kind: 'kill', instance: 'i1', inTransaction: null }], queue, true);
+    expect(queue).toEqual([]);
+    expect(o.inconclusiveMessage()).toBeNull();
+  });
+});
