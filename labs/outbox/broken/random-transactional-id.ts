@@ -45,7 +45,7 @@ const kafka = new Kafka({ clientId: 'order-service', brokers: env('KAFKA_BROKERS
 // ---- (ii) the relay --------------------------------------------------------------------------
 
 const producer = kafka.producer({
-  transactionalId: `outbox-relay-${randomUUID()}`,
+  transactionalId: `${process.env.TRANSACTIONAL_ID}-${randomUUID()}`,
   idempotent: true,
   maxInFlightRequests: 1,
 });
