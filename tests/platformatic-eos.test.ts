@@ -11,7 +11,7 @@ import type { Admin } from 'kafkajs';
 import { partitionOffsets } from '../lab-server/kafka/inspect.ts';
 import { testKafka, uniqueName } from './support/kafka.ts';
 import { Connection, initProducerIdV5, offsetFetchV9 } from '@platformatic/kafka';
-import { collect, PlatformaticClients, readValues } from './support/platformatic.ts';
+import { collect, graderLogin, PlatformaticClients, readValues } from './support/platformatic.ts';
 
 const kafka = testKafka('platformatic-eos');
 const brokers = inject('brokers');
@@ -113,7 +113,7 @@ describe('@platformatic/kafka transactions on the real broker', () => {
 
     // What an OffsetFetch without require_stable answers meanwhile: the older offset, no error.
     const coordinator = brokers[0]!.split(':');
-    const connection = new Connection(uniqueName('raw'));
+    const connection = new Connection(uniqueName('raw'), { sasl: graderLogin() });
     await connection.connect(coordinator[0]!, Number(coordinator[1]));
     try {
       const unstable = await offsetFetchV9.api.async(connection, [{ groupId, memberId: null, memberEpoch: -1, topics: [{ name: topic, partitionIndexes: [0] }] }], false);
@@ -165,7 +165,7 @@ describe('@platformatic/kafka transactions on the real broker', () => {
     await txn.send({ messages: [{ topic, key: 'k', value: 'v', partition: 0 }] });
     await txn.commit();
     const [host, port] = brokers[0]!.split(':');
-    const connection = new Connection(uniqueName('raw'));
+    const connection = new Connection(uniqueName('raw'), { sasl: graderLogin() });
     await connection.connect(host!, Number(port));
     try {
       // Right after a commit the coordinator may still be writing its markers: CONCURRENT_TRANSACTIONS

@@ -11,6 +11,13 @@ import {
   type Message,
 } from '@platformatic/kafka';
 import { uniqueName } from './kafka.ts';
+import { graderSasl } from '../../lab-server/kafka/credentials.ts';
+
+/** The grader's login in this client's terms: the broker takes SASL/PLAIN only. */
+export function graderLogin() {
+  const { username, password } = graderSasl() as { username: string; password: string };
+  return { mechanism: 'PLAIN' as const, username, password };
+}
 
 export type StringMessage = Message<string, string, string, string>;
 
@@ -23,6 +30,7 @@ export class PlatformaticClients {
     const producer = new Producer({
       clientId: uniqueName('pkafka-test'),
       bootstrapBrokers: this.brokers,
+      sasl: graderLogin(),
       idempotent: true,
       transactionalId,
       serializers: stringSerializers,
@@ -39,6 +47,7 @@ export class PlatformaticClients {
       clientId: uniqueName('pkafka-test'),
       groupId,
       bootstrapBrokers: this.brokers,
+      sasl: graderLogin(),
       deserializers: stringDeserializers,
       sessionTimeout,
       rebalanceTimeout: sessionTimeout,
