@@ -55,13 +55,13 @@ interface Row {
   replays: string[];
 }
 const fixtures = (await labFixtures(labs))
-  .filter((f) => !values['solutions-only'] || f.program === 'solution')
+  .filter((f) => !values['solutions-only'] || f.program.startsWith('solution'))
   .filter((f) => !values['skip-starters'] || f.program !== 'starter')
   .filter((f) => !values['skip-commands'] || f.input.kind !== 'command');
 const rows: Row[] = [];
 const jobs: { row: Row; seed: number }[] = [];
 for (const fixture of fixtures) {
-  for (const [mode, count] of [['full', runs], ['quick', sweep || fixture.program === 'solution' ? quickRuns : 0]] as const) {
+  for (const [mode, count] of [['full', runs], ['quick', sweep || fixture.program.startsWith('solution') ? quickRuns : 0]] as const) {
     if (!count) continue;
     const row: Row = { fixture, mode, runs: count, right: 0, got: new Map(), times: [], stalls: [], replays: [] };
     rows.push(row);

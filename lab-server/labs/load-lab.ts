@@ -7,6 +7,7 @@ import { KafkaIqError } from '../core/errors.ts';
 import { LABS_DIR } from '../core/paths.ts';
 import { CHECK_NAMES, type CheckName } from '../../src/shared/report.ts';
 import { parseExpectFail } from '../../src/shared/lab-coverage.ts';
+import { clientFile, KAFKA_CLIENTS, type KafkaClient } from '../../src/shared/clients.ts';
 import { apiLabProblems } from './api-rules.ts';
 
 export interface BrokenVariant {
@@ -24,6 +25,11 @@ export interface LoadedLab {
   solutionFile: string;
   broken: BrokenVariant[];
   hints: string;
+  /**
+   * The lab's files for Kafka clients other than kafkajs (src/shared/clients.ts): a reference
+   * solution (`solution.<client>.ts`), and a starter and hints where the lab has them.
+   */
+  clients: Partial<Record<Exclude<KafkaClient, 'kafkajs'>, { solutionFile: string; starterFile: string | null; hints: string | null }>>;
 }
 
 export function listLabIds(): string[] {
@@ -107,7 +113,25 @@ async function readLab(id: string): Promise<LoadedLab> {
     solutionFile: required('solution.ts'),
     broken,
     hints: fs.readFileSync(required('hints.md'), 'utf8'),
+    clients: otherClients(id, dir),
   };
+}
+
+function otherClients(id: string, dir: string): LoadedLab['clients'] {
+  const clients: LoadedLab['clients'] = {};
+  for (const client of KAFKA_CLIENTS) {
+    if (client === 'kafkajs') continue;
+    const at = (base: 'solution.ts' | 'starter.ts' | 'hints.md') => path.join(dir, clientFile(base, client));
+    const solutionFile = at('solution.ts');
+    const starterFile = fs.existsSync(at('starter.ts')) ? at('starter.ts') : null;
+    const hintsFile = fs.existsSync(at('hints.md')) ? at('hints.md') : null;
+    if (!fs.existsSync(solutionFile)) {
+      if (starterFile || hintsFile) throw new KafkaIqError('LAB_INVALID', `Lab "${id}" has a ${client} starter or hints but no ${clientFile('solution.ts', client)}: add it.`);
+      continue;
+    }
+    clients[client] = { solutionFile, starterFile, hints: hintsFile ? fs.readFileSync(hintsFile, 'utf8') : null };
+  }
+  return clients;
 }
 
 function assertConsistent(id: string, lab: LabDefinition): void {

@@ -68,6 +68,11 @@ export async function labFixtures(labIds: string[]): Promise<Fixture[]> {
     fixtures.push(
       { lab: id, program: 'solution', input: code(lab.solutionFile), expect: 'pass' },
       { lab: id, program: 'starter', input: code(lab.starterFile), expect: 'fail' },
+      // Another client's reference solution (and starter) grade like kafkajs's: solution.<client>.ts.
+      ...Object.entries(lab.clients).flatMap(([client, files]) => [
+        { lab: id, program: `solution.${client}`, input: code(files.solutionFile), expect: 'pass' as const },
+        ...(files.starterFile ? [{ lab: id, program: `starter.${client}`, input: code(files.starterFile), expect: 'fail' as const }] : []),
+      ]),
       ...lab.broken.map((b) => ({ lab: id, program: `broken/${b.name}`, input: code(b.file), expect: 'fail' as const, check: b.expectFail })),
       ...lab.definition.commandFixtures.map((c) => ({ lab: id, program: `cmd/${c.name}`, input: { kind: 'command' as const, command: c.command }, expect: c.expect, check: c.check })),
     );

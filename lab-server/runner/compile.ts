@@ -106,28 +106,39 @@ const RUNTIME_OF: Record<AllowedPackage, () => Promise<string>> = {
   '@platformatic/kafka': platformaticRuntime,
 };
 
-let platformaticBuild: Promise<string> | null = null;
+const PLATFORMATIC_SHIM = path.join(ROOT_DIR, 'lab-server/runner/child/platformatic-shim.ts');
+let platformaticRuntimeBuild: Promise<string> | null = null;
 
 /**
- * @platformatic/kafka, when the project has it, bundled once into one file like the others (no
- * wrapper: its calls are not instrumented). Without it, importing it is a compile error that says so.
+ * @platformatic/kafka plus our wrapper (the same crash points as kafkajs's), bundled once like the
+ * kafkajs runtime; built only when a program imports '@platformatic/kafka'. Its WebAssembly helpers
+ * come from their self-contained build (no .wasm file to read at run time); its optional native
+ * CRC32C is looked up at run time, not bundled, and the pure fallback is used when it is out of reach.
  */
-function platformaticRuntime(): Promise<string> {
-  platformaticBuild ??= (async () => {
-    const manifest = path.join(ROOT_DIR, 'node_modules/@platformatic/kafka/package.json');
-    if (!fs.existsSync(manifest)) throw new KafkaIqError('COMPILE_FAILED', "'@platformatic/kafka' is not installed on this server: use kafkajs");
-    const digest = createHash('sha256').update(fs.readFileSync(manifest)).digest('hex').slice(0, 12);
-    const outfile = path.join(RUNTIME_DIR, `platformatic-kafka-runtime-${digest}.mjs`);
+export function platformaticRuntime(): Promise<string> {
+  platformaticRuntimeBuild ??= (async () => {
+    const childDir = path.dirname(PLATFORMATIC_SHIM);
+    const childSources = fs.readdirSync(childDir).filter((f) => f.endsWith('.ts')).sort().map((f) => path.join(childDir, f));
+    const patchDir = path.join(ROOT_DIR, 'patches');
+    const patches = fs.existsSync(patchDir) ? fs.readdirSync(patchDir).filter((f) => f.startsWith('@platformatic+kafka+')).sort().map((f) => path.join(patchDir, f)) : [];
+    const sources = [...childSources, path.join(ROOT_DIR, 'node_modules/@platformatic/kafka/package.json'), ...patches];
+    const digest = createHash('sha256');
+    for (const file of sources) digest.update(fs.readFileSync(file));
+    const outfile = path.join(RUNTIME_DIR, `platformatic-runtime-${digest.digest('hex').slice(0, 12)}.mjs`);
     if (!fs.existsSync(outfile)) {
       fs.mkdirSync(RUNTIME_DIR, { recursive: true });
       const tmp = `${outfile}.${process.pid}.tmp`;
       await esbuild.build({
-        stdin: { contents: "export * from '@platformatic/kafka';", resolveDir: ROOT_DIR, loader: 'js' },
+        entryPoints: [PLATFORMATIC_SHIM],
         bundle: true,
         platform: 'node',
         format: 'esm',
         target: 'node22',
         outfile: tmp,
+        alias: {
+          'platformatic-real': path.join(ROOT_DIR, 'node_modules/@platformatic/kafka/dist/index.js'),
+          '@platformatic/wasm-utils': path.join(ROOT_DIR, 'node_modules/@platformatic/wasm-utils/dist/bundled.js'),
+        },
         banner: { js: REQUIRE_BANNER },
         logLevel: 'silent',
       });
@@ -135,8 +146,8 @@ function platformaticRuntime(): Promise<string> {
     }
     return outfile;
   })();
-  platformaticBuild.catch(() => (platformaticBuild = null));
-  return platformaticBuild;
+  platformaticRuntimeBuild.catch(() => (platformaticRuntimeBuild = null));
+  return platformaticRuntimeBuild;
 }
 
 export interface CompiledProgram {

@@ -51,6 +51,14 @@ export default defineLab({
     ],
   },
   checks: ['no-loss', 'no-duplicates', 'no-aborted-reads', 'transform-correct', 'order-preserved', 'offsets-consistent', 'no-hanging-transactions', 'keeps-up'],
+  checkCoverage: [
+    {
+      check: 'keeps-up',
+      coverage: 'none',
+      reason:
+        "no send-error: only the full plan's broker-restart can fail a transaction, and only by timing; any later kill, stop or zombie restarts the program (a never-aborting variant passed keeps-up, full seeds 1 and 2)",
+    },
+  ],
   kafkajs: {
     consumer: { sessionTimeout: 3_000, heartbeatInterval: 300, rebalanceTimeout: 5_000, maxWaitTimeInMs: 100 },
     client: { retry: { initialRetryTime: 100, maxRetryTime: 1_000, retries: 10 } },

@@ -156,6 +156,14 @@ export default defineLab({
     ],
   },
   checks: ['no-loss', 'no-duplicates', 'no-aborted-reads', 'transform-correct', 'order-preserved', 'offsets-consistent', 'no-hanging-transactions', 'keeps-up'],
+  checkCoverage: [
+    {
+      check: 'keeps-up',
+      coverage: 'none',
+      reason:
+        "the one send-error hits the aggregate stage, and the stall watch counts progress by the filter stage's offsets, which has read all input (never-aborting variant: quick seeds 1, 2 pass, longest pause 0.0 s)",
+    },
+  ],
   kafkajs: {
     consumer: { sessionTimeout: 3_000, heartbeatInterval: 300, rebalanceTimeout: 5_000, maxWaitTimeInMs: 100 },
     client: { retry: { initialRetryTime: 100, maxRetryTime: 1_000, retries: 10 } },

@@ -85,6 +85,12 @@ export default defineLab({
   checks: ['no-loss', 'no-duplicates', 'no-aborted-reads', 'transform-correct', 'order-preserved', 'offsets-consistent', 'no-hanging-transactions', 'keeps-up'],
   checkCoverage: [
     {
+      check: 'keeps-up',
+      coverage: 'none',
+      reason:
+        'each fault hits one of several instances: one wedged by its own error handling leaves the group or times out, and the others take its partitions (a keeps-fenced-producer variant passed: quick seeds 1, 2, full 1)',
+    },
+    {
       check: 'order-preserved',
       coverage: 'none',
       reason:

@@ -437,6 +437,16 @@ export const labInfoSchema = z
     env: z.array(envVarSchema),
     starter: z.string().describe('The starter program'),
     hints: z.string().describe('hints.md, as markdown'),
+    clients: z
+      .object({
+        platformatic: z
+          .object({ starter: z.string(), hints: z.string(), reference: z.boolean().describe('The lab folder has a reference solution in this client') })
+          .strict()
+          .optional(),
+      })
+      .strict()
+      .default({})
+      .describe("Starter and hints per client other than kafkajs (src/shared/clients.ts); the lab's own files where it has them"),
     kafkajs: kafkajsDefaultsSchema,
     checks: z.array(checkNameSchema),
   })

@@ -208,4 +208,53 @@ describe('the course in a browser', () => {
     expect(text).toMatch(/── transaction marker ──/);
     await page.screenshot({ path: path.join(SHOTS, 'terminal-consume.png'), fullPage: false });
   }, 240_000);
+
+  it('lets the learner pick @platformatic/kafka: its starter, its types in the editor, the choice kept, its solution graded', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${baseUrl}/`);
+    await page.evaluate(() => {
+      localStorage.removeItem('kafkaiq:client:single-stage');
+      localStorage.removeItem('kafkaiq:code:single-stage:platformatic');
+    });
+    await openLab(page);
+    const picker = lab(page).getByRole('combobox', { name: 'Kafka client of your program' });
+    await picker.selectOption('platformatic');
+    const editorText = () => lab(page).locator('.monaco-editor .view-lines').innerText();
+    await expect.poll(editorText, { timeout: 10_000 }).toMatch(/from\s+'@platformatic\/kafka'/);
+
+    // Its types arrive lazily: a wrong option type is reported (F8 opens the first problem; the
+    // editor renders only visible lines, so squiggles further down are not in the DOM), and the
+    // right program has none. Without the types, the import itself would be "Cannot find module".
+    const program = fs.readFileSync(path.join(ROOT_DIR, 'labs/single-stage/solution.platformatic.ts'), 'utf8');
+    // Off the lesson page first: leaving the workbench saves what its editor holds.
+    const reopen = async (code: string) => {
+      await page.goto(`${baseUrl}/`);
+      await page.evaluate((text) => localStorage.setItem('kafkaiq:code:single-stage:platformatic', text), code);
+      await page.goto(`${baseUrl}${LESSON}`);
+      await lab(page).scrollIntoViewIfNeeded();
+      await lab(page).locator('.monaco-editor').waitFor({ timeout: 60_000 });
+    };
+    const firstProblem = async () => {
+      await lab(page).locator('.monaco-editor textarea').focus();
+      await page.keyboard.press('F8');
+      await page.waitForTimeout(500);
+      return (await lab(page).locator('.marker-widget').allInnerTexts()).join(' / ');
+    };
+    const wrong = program.replace('bootstrapBrokers: brokers,\n  idempotent: true', 'bootstrapBrokers: 42,\n  idempotent: true');
+    expect(wrong).not.toBe(program);
+    await reopen(wrong);
+    expect(await lab(page).getByRole('combobox', { name: 'Kafka client of your program' }).inputValue(), 'the choice is kept').toBe('platformatic');
+    await expect.poll(firstProblem, { timeout: 60_000, interval: 1_000 }).toMatch(/'number' is not assignable to type/);
+    expect(await firstProblem()).not.toMatch(/Cannot find module/);
+
+    await reopen(program);
+    await expect.poll(editorText, { timeout: 10_000 }).toMatch(/stringDeserializers/);
+    // The previous program's problem showed within seconds; give this one as long, twice over.
+    await page.waitForTimeout(15_000);
+    expect(await firstProblem()).toBe('');
+    await page.screenshot({ path: path.join(SHOTS, 'platformatic-editor.png'), fullPage: false });
+
+    await expect.poll(() => lab(page).getByRole('button', { name: 'Grade', exact: true }).isEnabled(), { timeout: 30_000 }).toBe(true);
+    expect(await gradeAndWait(page, 'Quick grade')).toBe('pass');
+  }, 300_000);
 });

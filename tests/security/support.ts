@@ -25,7 +25,8 @@ export class Learner {
   }
 
   static async connect(serverUrl: string): Promise<Learner> {
-    const ws = new WebSocket(`${serverUrl.replace(/^http/, 'ws')}/ws`);
+    // The site's own origin, as a browser on the course page sends it (a socket without one is refused).
+    const ws = new WebSocket(`${serverUrl.replace(/^http/, 'ws')}/ws`, { headers: { Origin: serverUrl } });
     await new Promise<void>((resolve, reject) => ws.once('open', () => resolve()).once('error', reject));
     const learner = new Learner(ws);
     learner.send({ type: 'hello', protocol: 1, sessionId: `sec-${randomBytes(8).toString('hex')}` });

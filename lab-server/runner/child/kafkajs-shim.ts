@@ -6,33 +6,15 @@
  *    commitOffsets, which lets the grader stop the program at an exact crash point;
  *  - exit when the runner goes away, so no learner process outlives the grader;
  *  - crash points around the global fetch (fetch-shim.ts), for labs that call an HTTP API.
+ * The crash-point machinery is shared with the @platformatic/kafka wrapper (crash-points.ts).
  */
 import * as real from 'kafkajs-real';
-import { runnerChannel } from './channel.ts';
-import type { ArmAction, ChildEvent, InstrumentedOp, RunnerCommand } from './protocol.ts';
 import { DEFAULTS_ENV } from './protocol.ts';
-import type { CrashPoint } from '../../../src/shared/report.ts';
-import { instrumentFetch } from './fetch-shim.ts';
+import { instrument as instrumentWith, report, transactionClosed, transactionOpened, type InstrumentOptions } from './crash-points.ts';
 
 type Any = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 const defaults: { consumer?: Record<string, unknown>; producer?: Record<string, unknown>; client?: Record<string, unknown> } = JSON.parse(process.env[DEFAULTS_ENV] ?? '{}');
-
-let armed: { point: CrashPoint; action: ArmAction; remaining: number; topic?: string } | null = null;
-let releasePaused: (() => void) | null = null;
-const channel = runnerChannel();
-const send = (event: ChildEvent) => channel?.send(event);
-
-if (channel) {
-  channel.onCommand((msg: RunnerCommand) => {
-    if (msg.t === 'arm') armed = { point: msg.point, action: msg.action, remaining: msg.occurrence, ...(msg.topic ? { topic: msg.topic } : {}) };
-    else if (msg.t === 'disarm') armed = null;
-    else if (msg.t === 'continue') {
-      releasePaused?.();
-      releasePaused = null;
-    }
-  });
-}
 
 class InjectedBrokerError extends real.KafkaJSError {
   constructor() {
@@ -41,21 +23,7 @@ class InjectedBrokerError extends real.KafkaJSError {
     (this as Any).type = 'NOT_LEADER_FOR_PARTITION';
   }
 }
-
-/** `written`: the topics this call writes (a send) or its transaction has written (sendOffsets, commit, abort). */
-async function checkpoint(point: CrashPoint, txnOpen: boolean, records?: number, written?: ReadonlySet<string>): Promise<void> {
-  send({ t: 'call', point, txnOpen, records, ...(point === 'after:commit' && written ? { written: [...written] } : {}) });
-  if (!armed || armed.point !== point) return;
-  // A crash point aimed at one stage of a multi-stage program: other stages' calls do not count.
-  if (armed.topic && !written?.has(armed.topic)) return;
-  if (--armed.remaining > 0) return;
-  const { action } = armed;
-  armed = null;
-  send({ t: 'hit', point, action, txnOpen });
-  if (action === 'error') throw new InjectedBrokerError();
-  if (action === 'kill') await new Promise(() => {}); // the runner sends SIGKILL
-  if (action === 'pause') await new Promise<void>((resolve) => (releasePaused = resolve));
-}
+const injected = () => new InjectedBrokerError();
 
 function countRecords(args: Any[]): number | undefined {
   const a = args[0];
@@ -75,33 +43,13 @@ function sentTopics(args: Any[]): string[] {
 function instrument(
   target: Any,
   method: string,
-  op: InstrumentedOp,
+  op: InstrumentOptions['op'],
   txnOpen: () => boolean,
   after?: (ok: boolean) => void,
   written?: (args: Any[]) => ReadonlySet<string>,
 ) {
-  const original = target[method];
-  if (typeof original !== 'function') return;
-  target[method] = async (...args: Any[]) => {
-    const records = op === 'send' ? countRecords(args) : undefined;
-    const topics = written?.(args);
-    await checkpoint(`before:${op}` as CrashPoint, txnOpen(), records, topics);
-    let result;
-    try {
-      result = await original.apply(target, args);
-    } catch (err) {
-      after?.(false);
-      send({ t: 'failed', op, txnOpen: txnOpen(), error: String((err as Error)?.message ?? err).slice(0, 300) });
-      throw err;
-    }
-    after?.(true);
-    await checkpoint(`after:${op}` as CrashPoint, txnOpen(), records, topics);
-    return result;
-  };
+  instrumentWith(target, method, { op, txnOpen, injected, after, written, ...(op === 'send' ? { records: countRecords } : {}) });
 }
-
-/** Transactions open in this process, over all producers (reported with HTTP crash points). */
-let openTransactionsAll = 0;
 
 function wrapProducer(producer: Any): Any {
   let openTransactions = 0;
@@ -114,13 +62,13 @@ function wrapProducer(producer: Any): Any {
     const txn = await transaction();
     let open = true;
     openTransactions++;
-    openTransactionsAll++;
+    transactionOpened();
     const isOpen = () => open;
     const close = (ok: boolean) => {
       if (ok && open) {
         open = false;
         openTransactions--;
-        openTransactionsAll--;
+        transactionClosed();
       }
     };
     // Every topic this transaction has sent to, so a crash point can be aimed at one stage.
@@ -140,12 +88,9 @@ function wrapProducer(producer: Any): Any {
   return producer;
 }
 
-// HTTP calls (fetch) get crash points too: before:http, after:http.
-instrumentFetch((point, txnOpen) => checkpoint(point, txnOpen), () => openTransactionsAll > 0);
-
 function wrapConsumer(consumer: Any): Any {
   instrument(consumer, 'commitOffsets', 'commitOffsets', () => false);
-  consumer.on(consumer.events.GROUP_JOIN, ({ payload }: Any) => send({ t: 'member', groupId: payload.groupId, memberId: payload.memberId }));
+  consumer.on(consumer.events.GROUP_JOIN, ({ payload }: Any) => report({ t: 'member', groupId: payload.groupId, memberId: payload.memberId }));
   return consumer;
 }
 

@@ -1,9 +1,10 @@
-// expect-fail: no-duplicates
-// Joins per partition, but each join producer gets a random transactional.id ("ids must be
-// unique"): the next owner of a partition cannot fence the one before, so a paused join that wakes
-// up commits joins its successor has already written: the output has them twice. (A join killed
-// mid-transaction also leaves it open until the 60 s timeout, which the grader waits out, bounded,
-// before it judges.)
+// expect-fail: no-loss
+// A fresh transactional.id on every start (TRANSACTIONAL_ID plus a random suffix), so a restarted
+// instance cannot fence its predecessor. A killed instance's open transaction then holds back every
+// read_committed reader until the coordinator aborts it at kafkajs's default 60 s timeout, longer
+// than the grader waits (20 s): the output downstream readers see stops there, which no-loss
+// reports with the open transaction as evidence. (A zombie that was never fenced can also commit a
+// batch twice; that shows only on the seeds where a zombie fault lands before its batch was redone.)
 import { randomUUID } from 'node:crypto';
 import { AssignerProtocol, Kafka, type EachBatchPayload, type KafkaMessage, type PartitionAssigner, type Producer } from 'kafkajs';
 

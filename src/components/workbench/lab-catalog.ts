@@ -9,11 +9,17 @@ import { labDefinitionSchema, labInfoSchema, type LabInfo } from '../../shared/l
 import { parseWithFriendlyErrors } from '../../shared/validate.ts';
 import type { WorkbenchPayload } from './payload.ts';
 import planned from '../../../labs/planned.json';
+import genericPlatformaticStarter from './platformatic-starter.ts.txt?raw';
 
 const definitions = import.meta.glob<{ default: unknown }>('/labs/*/lab.ts', { eager: true });
 const starters = import.meta.glob<string>('/labs/*/starter.ts', { query: '?raw', import: 'default', eager: true });
 const hintsSource = import.meta.glob<string>('/labs/*/hints.md', { query: '?raw', import: 'default', eager: true });
 const hintsRendered = import.meta.glob<MarkdownInstance<Record<string, unknown>>>('/labs/*/hints.md', { eager: true });
+// @platformatic/kafka's files of a lab (src/shared/clients.ts names them).
+const platformaticStarters = import.meta.glob<string>('/labs/*/starter.platformatic.ts', { query: '?raw', import: 'default', eager: true });
+const platformaticSolutions = import.meta.glob<string>('/labs/*/solution.platformatic.ts', { query: '?raw', import: 'default', eager: true });
+const platformaticHintsSource = import.meta.glob<string>('/labs/*/hints.platformatic.md', { query: '?raw', import: 'default', eager: true });
+const platformaticHintsRendered = import.meta.glob<MarkdownInstance<Record<string, unknown>>>('/labs/*/hints.platformatic.md', { eager: true });
 
 const labFile = (id: string, file: string) => `/labs/${id}/${file}`;
 
@@ -60,6 +66,14 @@ export async function loadWorkbenchPayload(id: string, where: string): Promise<W
       starter,
       // A lab without hints.md simply offers no hints.
       hints: hintsSource[labFile(id, 'hints.md')] ?? '',
+      clients: {
+        platformatic: {
+          // A lab without its own starter in this client gets a skeleton that reads the env contract.
+          starter: platformaticStarters[labFile(id, 'starter.platformatic.ts')] ?? genericPlatformaticStarter,
+          hints: platformaticHintsSource[labFile(id, 'hints.platformatic.md')] ?? '',
+          reference: platformaticSolutions[labFile(id, 'solution.platformatic.ts')] !== undefined,
+        },
+      },
       kafkajs: definition.kafkajs,
       checks: definition.checks,
     },
@@ -67,7 +81,12 @@ export async function loadWorkbenchPayload(id: string, where: string): Promise<W
     'LAB_INVALID',
   );
   const rendered = hintsRendered[labFile(id, 'hints.md')];
-  return { info, hintsHtml: rendered ? await rendered.compiledContent() : '' };
+  const renderedPlatformatic = platformaticHintsRendered[labFile(id, 'hints.platformatic.md')];
+  return {
+    info,
+    hintsHtml: rendered ? await rendered.compiledContent() : '',
+    clientHintsHtml: renderedPlatformatic ? { platformatic: await renderedPlatformatic.compiledContent() } : {},
+  };
 }
 
 /** JSON that is safe inside <script type="application/json">: no `</script>` can close it early. */

@@ -9,6 +9,11 @@ export const workbenchPayloadSchema = z
   .object({
     info: labInfoSchema,
     hintsHtml: z.string().describe("hints.md rendered by Astro's markdown pipeline at build time"),
+    clientHintsHtml: z
+      .object({ platformatic: z.string().optional() })
+      .strict()
+      .default({})
+      .describe('hints.<client>.md rendered the same way, for a client other than kafkajs'),
   })
   .strict();
 export type WorkbenchPayload = z.infer<typeof workbenchPayloadSchema>;

@@ -3,9 +3,30 @@
  * (the course overview reads `kafkaiq:progress`), so their shapes must not change.
  */
 
+import { kafkaClientSchema, type KafkaClient } from '../../shared/clients.ts';
+
 const SESSION_KEY = 'kafkaiq:session';
 const PROGRESS_KEY = 'kafkaiq:progress';
-const codeKey = (labId: string) => `kafkaiq:code:${labId}`;
+const codeKey = (slot: string) => `kafkaiq:code:${slot}`;
+const clientKey = (labId: string) => `kafkaiq:client:${labId}`;
+
+/**
+ * Where a lab's program is saved for a client: kafkajs keeps the lab id (what earlier versions
+ * saved), another client adds its id, so switching clients never overwrites the other program.
+ */
+export function codeSlot(labId: string, client: KafkaClient): string {
+  return client === 'kafkajs' ? labId : `${labId}:${client}`;
+}
+
+/** The client the learner picked for a lab (kafkajs until they pick another). */
+export function savedClient(labId: string): KafkaClient {
+  const value = kafkaClientSchema.safeParse(read(clientKey(labId)));
+  return value.success ? value.data : 'kafkajs';
+}
+
+export function saveClient(labId: string, client: KafkaClient): void {
+  write(clientKey(labId), client === 'kafkajs' ? null : client);
+}
 
 /** Storage can be unavailable (privacy modes, quota): the workbench still works, it just forgets. */
 function read(key: string): string | null {
@@ -34,12 +55,12 @@ export function sessionId(): string {
   return fresh;
 }
 
-export function savedCode(labId: string): string | null {
-  return read(codeKey(labId));
+export function savedCode(slot: string): string | null {
+  return read(codeKey(slot));
 }
 
-export function saveCode(labId: string, code: string | null): void {
-  write(codeKey(labId), code);
+export function saveCode(slot: string, code: string | null): void {
+  write(codeKey(slot), code);
 }
 
 export type PassedLabs = Record<string, string>;

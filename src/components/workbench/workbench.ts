@@ -18,7 +18,8 @@ import { createProgressPanel } from './panels/progress-panel.ts';
 import { createReportPanel } from './panels/report-panel.ts';
 import { createToolbar, type ManualFaultKind, type ToolbarState } from './panels/toolbar.ts';
 import { workbenchPayloadSchema } from './payload.ts';
-import { recordPasses } from './storage.ts';
+import { recordPasses, savedClient, saveClient } from './storage.ts';
+import { CLIENT_INFO, type KafkaClient } from '../../shared/clients.ts';
 import { ansi } from './terminal/ansi.ts';
 import { HELP_LINES, parseCommand, resolveTopic, type Command } from './terminal/commands.ts';
 import { formatDiagnostics, formatFault, formatPhase } from './terminal/format-events.ts';
@@ -41,8 +42,12 @@ export interface MountedWorkbench extends Disposable {
 }
 
 export function mountWorkbench(mountPoint: HTMLElement, payloadData: unknown): MountedWorkbench {
-  const { info, hintsHtml } = parseWithFriendlyErrors(workbenchPayloadSchema, payloadData, 'Lab data in the page');
+  const { info, hintsHtml, clientHintsHtml } = parseWithFriendlyErrors(workbenchPayloadSchema, payloadData, 'Lab data in the page');
   const labId = info.id;
+  let client: KafkaClient = savedClient(labId);
+  const starterOf = (c: KafkaClient) => (c === 'kafkajs' ? info.starter : (info.clients[c]?.starter ?? info.starter));
+  // A client without hints of its own for this lab shows the lab's (kafkajs) hints.
+  const hintsOf = (c: KafkaClient) => (c === 'kafkajs' ? hintsHtml : (clientHintsHtml[c] ?? hintsHtml));
   const theme = currentTheme();
 
   // ---- layout ---------------------------------------------------------------------------------
@@ -50,7 +55,7 @@ export function mountWorkbench(mountPoint: HTMLElement, payloadData: unknown): M
   const editorHost = h('div', { class: 'kiq-wb-editor' });
   const terminalHost = h('div', { class: 'kiq-wb-terminal' });
   const envPanel = createEnvPanel(info.env);
-  const hints = createHintsPanel(hintsHtml);
+  let hints = createHintsPanel(hintsOf(client));
   const progress = createProgressPanel();
   const report = createReportPanel();
   const toolbar = createToolbar({
@@ -71,7 +76,8 @@ export function mountWorkbench(mountPoint: HTMLElement, payloadData: unknown): M
       terminal.print([ansi.dim('Program reset to the starter (Ctrl+Z in the editor undoes it).')]);
     },
     toggleExpanded: () => toggleExpanded(),
-  });
+    pickClient: (next) => pickClient(next),
+  }, client);
   const root = h(
     'div',
     { class: 'kiq-wb' },
@@ -111,7 +117,7 @@ export function mountWorkbench(mountPoint: HTMLElement, payloadData: unknown): M
     return true;
   }
 
-  const editor = createCodeEditor(editorHost, { labId, starter: info.starter, theme, label: `Program for the lab ${info.title} (TypeScript)` });
+  const editor = createCodeEditor(editorHost, { labId, starter: starterOf(client), client, theme, label: `Program for the lab ${info.title} (TypeScript)` });
   const terminal = createTerminalView(terminalHost, { theme, label: 'Lab terminal: program output and commands', onCommand: (line) => runCommand(parseCommand(line)) });
   editor.addShortcut('run', () => run());
   editor.addShortcut('grade', () => grade(false));
@@ -119,6 +125,18 @@ export function mountWorkbench(mountPoint: HTMLElement, payloadData: unknown): M
     editor.setTheme(next);
     terminal.setTheme(next);
   });
+
+  function pickClient(next: KafkaClient) {
+    if (next === client) return;
+    client = next;
+    saveClient(labId, client);
+    editor.switchClient(client, starterOf(client));
+    const fresh = createHintsPanel(hintsOf(client));
+    hints.element.replaceWith(fresh.element);
+    hints = fresh;
+    terminal.print([ansi.dim(`Now writing the program with ${CLIENT_INFO[client].label}: its starter (or your saved program), hints and types.`)]);
+    refreshToolbar();
+  }
 
   // ---- state ----------------------------------------------------------------------------------
   let connected = false;

@@ -92,3 +92,24 @@ export function setupMonaco(): typeof monaco {
   typescriptDefaults.addExtraLib(learnerNodeTypes, NODE_TYPES_URI);
   return monaco;
 }
+
+const clientTypes = new Map<string, Promise<void>>();
+
+/**
+ * Gives the editor the types of the client a learner picked, once per page. kafkajs's are part of
+ * the setup above (one small file); @platformatic/kafka's (about 330 files) come in their own
+ * chunk, fetched only when that client is picked.
+ */
+export function loadClientTypes(client: 'kafkajs' | 'platformatic'): Promise<void> {
+  if (client === 'kafkajs') return Promise.resolve();
+  let loading = clientTypes.get(client);
+  if (!loading) {
+    loading = import('./platformatic-types.ts').then(({ platformaticTypeFiles }) => {
+      for (const [uri, content] of platformaticTypeFiles()) typescriptDefaults.addExtraLib(content, uri);
+    });
+    // A failed fetch (the server went away) may be retried on the next pick.
+    loading.catch(() => clientTypes.delete(client));
+    clientTypes.set(client, loading);
+  }
+  return loading;
+}

@@ -3,6 +3,7 @@
  * (connection, activity, instances), so the rules live in one place: `update`.
  */
 import type { StateMessage } from '../../../shared/messages.ts';
+import { CLIENT_INFO, KAFKA_CLIENTS, type KafkaClient } from '../../../shared/clients.ts';
 import { h } from '../dom.ts';
 
 type Instance = StateMessage['instances'][number];
@@ -17,6 +18,7 @@ export interface ToolbarActions {
   showAllHints(): void;
   resetToStarter(): void;
   toggleExpanded(): boolean;
+  pickClient(client: KafkaClient): void;
 }
 
 export interface ToolbarState {
@@ -38,7 +40,7 @@ export interface Toolbar {
   setExpanded(expanded: boolean): void;
 }
 
-export function createToolbar(actions: ToolbarActions): Toolbar {
+export function createToolbar(actions: ToolbarActions, client: KafkaClient): Toolbar {
   const button = (label: string, attributes: Record<string, string> = {}, onClick: () => void = () => {}) => {
     const element = h('button', { type: 'button', class: 'kiq-wb-btn', ...attributes }, label);
     element.addEventListener('click', onClick);
@@ -64,6 +66,14 @@ export function createToolbar(actions: ToolbarActions): Toolbar {
   const reset = button('Reset to starter', { class: 'kiq-wb-btn kiq-wb-btn--quiet', title: 'Replace your program with the starter (undo with Ctrl+Z)' }, () => {
     if (window.confirm('Replace your program with the starter code? Undo (Ctrl+Z) in the editor brings it back.')) actions.resetToStarter();
   });
+  // Which Kafka client the program is written with: its own starter, hints, types and saved program.
+  const clientSelect = h(
+    'select',
+    { class: 'kiq-wb-select', 'aria-label': 'Kafka client of your program', title: 'Write the program with this client: the starter, hints and editor types follow' },
+    ...KAFKA_CLIENTS.map((c) => h('option', { value: c }, CLIENT_INFO[c].label)),
+  );
+  clientSelect.value = client;
+  clientSelect.addEventListener('change', () => actions.pickClient(clientSelect.value as KafkaClient));
   const expand = button('Expand', { class: 'kiq-wb-btn kiq-wb-btn--quiet', 'aria-pressed': 'false', title: 'Use the whole window (Escape to leave)' }, () =>
     setExpanded(actions.toggleExpanded()),
   );
@@ -77,7 +87,7 @@ export function createToolbar(actions: ToolbarActions): Toolbar {
     { class: 'kiq-wb-toolbar', role: 'toolbar', 'aria-label': 'Lab actions' },
     h('div', { class: 'kiq-wb-toolbar__group', role: 'group', 'aria-label': 'Run and grade' }, run, grade, quick, stop),
     faultGroup,
-    h('div', { class: 'kiq-wb-toolbar__group kiq-wb-toolbar__group--end', role: 'group', 'aria-label': 'Help and layout' }, hint, allHints, reset, expand),
+    h('div', { class: 'kiq-wb-toolbar__group kiq-wb-toolbar__group--end', role: 'group', 'aria-label': 'Help and layout' }, clientSelect, hint, allHints, reset, expand),
   );
 
   let last: ToolbarState | null = null;
@@ -109,6 +119,8 @@ export function createToolbar(actions: ToolbarActions): Toolbar {
     brokerRestart.title = state.brokerFaults ? 'Stop every broker cleanly and start it again' : 'Not available: the lab server uses an external cluster';
     faultGroup.dataset.active = String(running);
 
+    // Switching clients swaps the program: not in the middle of a run or grade.
+    clientSelect.disabled = state.activity !== 'idle';
     hint.hidden = state.hintsTotal === 0;
     allHints.hidden = state.hintsTotal === 0;
     hint.disabled = state.hintsShown >= state.hintsTotal;

@@ -1,0 +1,142 @@
+// expect-fail: no-duplicates
+// @platformatic/kafka with one transactional.id per instance, as the reference does, but the input
+// offsets are committed by the consumer (message.commit()) after the transaction, not inside it with
+// addOffset. KIP-447 guards only offsets that travel in the transaction: a frozen instance that wakes
+// after a rebalance has nothing refused, so its transaction commits the outputs of a batch the new
+// owner has already redone (its late offset commit is refused, too late).
+import { Consumer, Producer, stringDeserializers, stringSerializers, type Message, type MessagesStream } from '@platformatic/kafka';
+
+const env = (name: string): string => {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set`);
+  return value;
+};
+
+type Record = Message<string, string, string, string>;
+type Stream = MessagesStream<string, string, string, string>;
+
+const brokers = env('KAFKA_BROKERS').split(',');
+const inputTopic = env('INPUT_TOPIC');
+const outputTopic = env('OUTPUT_TOPIC');
+
+/** `r-00003 sensor=k003 celsius=11` becomes `r-00003 sensor=k003 fahrenheit=51.8`. */
+const toFahrenheit = (value: string): string =>
+  value.replace(/celsius=(-?\d+)/, (_, c: string) => `fahrenheit=${((Number(c) * 9) / 5 + 32).toFixed(1)}`);
+
+const producer = new Producer({
+  clientId: `fahrenheit-${process.env.INSTANCE_ID}`,
+  bootstrapBrokers: brokers,
+  idempotent: true,
+  transactionalId: env('TRANSACTIONAL_ID'),
+  serializers: stringSerializers,
+});
+const consumer = new Consumer({
+  clientId: `fahrenheit-${process.env.INSTANCE_ID}`,
+  groupId: env('GROUP_ID'),
+  bootstrapBrokers: brokers,
+  deserializers: stringDeserializers,
+  autocommit: false,
+  // A new owner's wait for stable offsets lasts until the zombie's transaction ends: at the latest
+  // when the coordinator aborts it (this client's transaction timeout is its request timeout,
+  // 5 s by default). Retry the offset fetch for longer than that.
+  retries: 40,
+  retryDelay: 250,
+});
+
+// Claim our transactional.id before reading any offset: InitProducerId (run by the first
+// beginTransaction) fences an older instance with this id and aborts its open transaction, so
+// the offsets we resume from are final. The empty transaction is only forgotten (cancel), since
+// the broker refuses to end a transaction that never wrote anything.
+await (await producer.beginTransaction()).cancel();
+
+/** Messages as they arrive, taken in batches. */
+function batches(stream: Stream) {
+  const queue: Record[] = [];
+  let wake: (() => void) | null = null;
+  let failure: unknown = null;
+  stream.on('data', (m: Record) => (queue.push(m), wake?.()));
+  stream.on('error', (err: unknown) => ((failure = err), wake?.()));
+  return async (): Promise<Record[]> => {
+    while (queue.length === 0 && !failure) await new Promise<void>((r) => (wake = r));
+    if (failure) throw failure;
+    return queue.splice(0, queue.length);
+  };
+}
+
+/** Reading from the group's committed offsets (this client asks for stable ones). */
+const open = () => consumer.consume({ topics: [inputTopic], mode: 'committed', fallbackMode: 'earliest', autocommit: false });
+
+/** The broker's error codes inside a client error (this client nests them in `errors`). */
+const why = (err: unknown): string => {
+  const e = err as { apiId?: string; message?: string; errors?: unknown[] };
+  const inner = [...new Set((e?.errors ?? []).map(why).filter(Boolean))];
+  return e?.apiId ?? (inner.length ? inner.join(', ') : String(e?.message ?? err));
+};
+
+/** Errors after which only a fresh start is safe: fenced, or a commit whose outcome is unknown. */
+class RestartNeeded extends Error {}
+
+/** The next offset to read per partition, as far as this process has committed. */
+const doneUpTo = new Map<number, bigint>();
+
+async function processBatch(batch: Record[]): Promise<void> {
+  const records = batch.filter((m) => m.offset >= (doneUpTo.get(m.partition) ?? 0n));
+  if (records.length === 0) return;
+  // A batch read in an older group generation belongs to partitions we may have lost: let the
+  // caller reopen the stream from the committed offsets instead.
+  if (records.some((m) => (m.metadata.consumer as { generationId: number }).generationId !== consumer.generationId)) throw new Error('rebalanced while reading');
+  const byPartition = new Map<number, Record[]>();
+  for (const m of records) byPartition.set(m.partition, [...(byPartition.get(m.partition) ?? []), m]);
+  const txn = await producer.beginTransaction();
+  let committing = false;
+  try {
+    // One send per partition: every request goes to one partition leader.
+    for (const [partition, msgs] of byPartition) {
+      await txn.send({ messages: msgs.map((m) => ({ topic: outputTopic, key: m.key, value: toFahrenheit(m.value), partition })) });
+    }
+    committing = true;
+    await txn.commit();
+    // BUG: outside the transaction, after it committed.
+    for (const msgs of byPartition.values()) await msgs.at(-1)!.commit();
+  } catch (err) {
+    if (committing) throw new RestartNeeded(`commit outcome unknown: ${why(err)}`);
+    await txn.abort().catch((abortErr: Error) => {
+      throw new RestartNeeded(`abort failed (${why(abortErr)}) after ${why(err)}`);
+    });
+    throw err;
+  }
+  for (const [partition, msgs] of byPartition) doneUpTo.set(partition, msgs.at(-1)!.offset + 1n);
+  for (const [partition, msgs] of byPartition) console.log(`committed ${msgs.length} records from partition ${partition} up to offset ${msgs.at(-1)!.offset}`);
+}
+
+// Leave the group on SIGTERM, so a successor gets our partitions at once; an open transaction
+// is aborted by the successor's InitProducerId.
+const shutdown = async () => {
+  await consumer.close(true).catch(() => undefined);
+  await producer.close().catch(() => undefined);
+  process.exit(0);
+};
+process.on('SIGTERM', shutdown);
+process.on('SIGINT', shutdown);
+
+let stream = await open();
+let next = batches(stream);
+for (;;) {
+  try {
+    await processBatch(await next());
+  } catch (err) {
+    if (err instanceof RestartNeeded || /fenc|INVALID_PRODUCER_EPOCH|PRODUCER_FENCED/i.test(`${why(err)} ${(err as Error)?.message}`)) {
+      console.error(`${(err as Error).message}: restarting afresh`);
+      process.exit(1);
+    }
+    // Aborted for sure: read again from the committed offsets. The new stream opens before the old
+    // one closes, so the consumer stays subscribed and the group does not rebalance.
+    // ILLEGAL_GENERATION here is KIP-447 at work: the batch was read before a rebalance.
+    console.error(`batch aborted (${why(err)}); reading again from the committed offsets`);
+    const old = stream;
+    stream = await open();
+    next = batches(stream);
+    old.removeAllListeners('data');
+    await old.close().catch(() => undefined); // the old stream may already have failed
+  }
+}
