@@ -69,6 +69,14 @@ export default defineLab({
     ],
   },
   checks: ['no-loss', 'no-duplicates', 'no-aborted-reads', 'transform-correct', 'order-preserved', 'offsets-consistent', 'no-hanging-transactions'],
+  checkCoverage: [
+    {
+      check: 'no-hanging-transactions',
+      coverage: 'none',
+      reason:
+        "Its only proof, new-id-per-life, left a transaction the coordinator aborts at its timeout: no longer hanging since #13. A held-open variant (single-stage's commits-when-full) is not yet ported to this lab's 3-node cluster.",
+    },
+  ],
   kafkajs: {
     consumer: { sessionTimeout: 3_000, heartbeatInterval: 300, rebalanceTimeout: 5_000, maxWaitTimeInMs: 100 },
     // A short retry budget (about 1.2 s) on purpose: the cluster moves a dead coordinator after about
