@@ -6,14 +6,16 @@
  * exactly there (the transaction stays open on the broker) or makes the call fail with this
  * client's own retriable error.
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { Duplex } from 'node:stream';
+import { GRADER_USER, saslEnv } from '../lab-server/kafka/credentials.ts';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Admin } from 'kafkajs';
 import { partitionOffsets } from '../lab-server/kafka/inspect.ts';
-import type { ChildEvent, RunnerCommand } from '../lab-server/runner/child/protocol.ts';
+import { CHANNEL_FD_ENV, type ChildEvent, type RunnerCommand } from '../lab-server/runner/child/protocol.ts';
 import { compileProgram } from '../lab-server/runner/compile.ts';
 import { testKafka, uniqueName } from './support/kafka.ts';
 
@@ -62,13 +64,28 @@ async function start(armed?: RunnerCommand) {
   await producer.disconnect();
   const { file } = await compileProgram(PROGRAM, dir);
   const env = { KAFKA_BROKERS: brokers.join(','), INPUT_TOPIC: input, OUTPUT_TOPIC: output, GROUP_ID: uniqueName('cp-group'), TRANSACTIONAL_ID: uniqueName('cp-tx') };
-  const child = fork(file, [], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+  // As the runner starts it: the grader's channel is a socket pair on fd 3 carrying JSON lines
+  // (child/channel.ts), and the login comes through the documented SASL env.
+  const child = spawn(process.execPath, [file], {
+    env: { ...process.env, ...env, ...saslEnv(GRADER_USER), [CHANNEL_FD_ENV]: '3' },
+    stdio: ['ignore', 'pipe', 'inherit', 'pipe'],
+  });
   children.push(child);
   const events: ChildEvent[] = [];
   let out = '';
-  child.on('message', (e: ChildEvent) => events.push(e));
+  const channel = child.stdio[3] as Duplex;
+  let pending = '';
+  channel.setEncoding('utf8');
+  channel.on('data', (chunk: string) => {
+    pending += chunk;
+    for (let nl = pending.indexOf('\n'); nl !== -1; nl = pending.indexOf('\n')) {
+      events.push(JSON.parse(pending.slice(0, nl)) as ChildEvent);
+      pending = pending.slice(nl + 1);
+    }
+  });
   child.stdout!.on('data', (d) => (out += d));
-  if (armed) child.send(armed);
+  const send = (command: RunnerCommand) => channel.write(`${JSON.stringify(command)}\n`);
+  if (armed) send(armed);
   const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
   return { child, events, output: () => out, exited, output_topic: output };
 }
