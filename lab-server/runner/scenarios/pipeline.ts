@@ -5,7 +5,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { PipelineLab } from '../../../src/shared/lab.ts';
-import type { CrashPoint, FaultKind, FaultRecord } from '../../../src/shared/report.ts';
+import type { CrashPoint, FaultRecord } from '../../../src/shared/report.ts';
 import { describeError, KafkaIqError } from '../../core/errors.ts';
 import type { ApiNamespace } from '../../api/lab-api.ts';
 import { findTransactionCoordinator, waitForFullIsr } from '../../kafka/coordinator.ts';
@@ -28,7 +28,8 @@ import type { ProgramProcess } from '../program-instance.ts';
 import { InputWriter, planSeedTransactions, splitIntoWaves, type SeedTransaction } from '../seeder.ts';
 import { awaitAbandonedTransactions, type AbandonedTransactions } from './abandoned-transactions.ts';
 import { FaultObligations } from './fault-obligations.ts';
-import { StallWatch } from './stall-watch.ts';
+import { PipelineLiveness, STALL_BOUND_MS } from './pipeline-liveness.ts';
+import type { StallWatch } from './stall-watch.ts';
 import { collectPipeline } from './pipeline-collect.ts';
 import type { PipelineParts } from './pipeline-parts.ts';
 import { pipelineSupervisor, preparePipeline } from './pipeline-prepare.ts';
@@ -37,13 +38,6 @@ import { measureThroughput, type ThroughputResult } from './throughput.ts';
 
 const QUIET_MS = 6_000;
 const STOP_GRACE_MS = 8_000;
-/**
- * keeps-up: longer than this without progress, input waiting and nothing holding the program is a
- * stall. Measured: the longest such pause of the reference solutions (bench:grader, see README).
- */
-export const STALL_BOUND_MS = 12_000;
-/** Faults that do not make the group rebalance or the program restart: they hold nothing. */
-const HOLDS_NOTHING = new Set<FaultKind>(['send-error']);
 
 export class PipelineScenario implements Scenario, NemesisContext, PipelineParts {
   readonly progressEveryMs = 300;
@@ -68,8 +62,8 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
   readonly reachedPoints = new Set<CrashPoint>();
   readonly obligations = new FaultObligations(this.reachedPoints, (line) => this.system(line));
   readonly stallWatch: StallWatch;
-  /** When the last fault that rebalances or restarts something ended (or an instance started). */
-  private lastHoldAt = 0;
+  /** Holds, stalls and transactions held at the end (pipeline-liveness.ts). */
+  private readonly liveness: PipelineLiveness;
   private faultPlan: FaultPlan | null = null;
   private expected = 0;
   private takeWave: () => SeedTransaction[] = () => [];
@@ -93,39 +87,13 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
       transactionOpen: () => this.liveTransactionOpen(),
     });
     this.supervisor = pipelineSupervisor(this);
-    this.stallWatch = new StallWatch(
-      {
-        elapsed: () => attempt.elapsed(),
-        waiting: () => this.committedWritten - this.progressTracker.processed,
-        lastActivityAt: () => Math.max(this.progressTracker.lastActivityAt, this.progressTracker.lastStartAt),
-        holdReason: () => this.holdReason(),
-      },
-      STALL_BOUND_MS,
-    );
+    this.liveness = new PipelineLiveness(this);
+    this.stallWatch = this.liveness.stallWatch;
   }
 
   /** Whether a live instance says (through our wrapper) that it holds a transaction open. */
   private liveTransactionOpen(): boolean {
-    return [...this.slots].some((s) => s.current.alive && s.txnOpen);
-  }
-
-  /**
-   * Why the program may rightly make no progress now: the broker is down or just back, an instance
-   * is frozen, or a restart or rebalance is still within the group's session and rebalance timeouts.
-   */
-  private holdReason(): string | null {
-    if (this.maintenance.isDown) return 'broker down';
-    const { sessionTimeout = 30_000, rebalanceTimeout = 60_000 } = this.lab.kafkajs.consumer;
-    const settleMs = Math.min(sessionTimeout, 30_000) + Math.min(rebalanceTimeout, 30_000);
-    const now = Date.now();
-    if (now - this.maintenance.lastDowntimeEndedAt < settleMs) return 'broker just back';
-    if (this.supervisor.zombies.size > 0 || [...this.slots].some((s) => s.current.state === 'paused')) return 'an instance is paused';
-    // The broker shows an open transaction no live instance says it holds (a --cmd program cannot
-    // say): one a stopped instance left, which blocks readers and pending offsets until the
-    // coordinator aborts it at its timeout. Kafka Streams waits for exactly that after a crash.
-    if (this.progressTracker.outputOpen && !this.liveTransactionOpen()) return "a stopped instance's transaction is still open";
-    if (now - Math.max(this.lastHoldAt, this.progressTracker.lastStartAt) < settleMs) return 'a rebalance or restart is pending';
-    return null;
+    return this.liveness.liveTransactionOpen();
   }
 
   // ---- NemesisContext (what the fault handlers and the driver see) -----------------------------
@@ -235,7 +203,7 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
     // A crash point aimed at one stage: say which, so the learner can place the evidence.
     const aimed = event?.aimedAt ? `in the transaction writing ${this.lab.topics.find((t) => t.name === event.aimedAt)?.env ?? event.aimedAt}` : undefined;
     if (aimed) note = note ? `${aimed}; ${note}` : aimed;
-    if (!HOLDS_NOTHING.has(fault.kind)) this.lastHoldAt = Date.now();
+    this.liveness.faultEnded(fault.kind);
     if (event?.unconfirmed) {
       const unconfirmed = 'the program reported an open transaction, but the broker showed none (LSO = high watermark): not counted as inside one';
       note = note ? `${note}; ${unconfirmed}` : unconfirmed;
@@ -376,11 +344,11 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
       if (multi) await this.waitForStableGroup(Math.min(12_000, attempt.deadline - Date.now()));
       const recordedBefore = attempt.history.faults.length;
       await injectFault(this, fault, this.nextWave());
-      if (!HOLDS_NOTHING.has(fault.kind)) this.lastHoldAt = Date.now();
+      this.liveness.faultEnded(fault.kind);
       if (fault.attempt === 1) this.faultsDone++;
       this.obligations.settle(fault, attempt.history.faults.slice(recordedBefore), queue, waves.length > 0);
       await this.progressTracker.waitFor(this.committedWritten, Math.min(15_000, attempt.deadline - Date.now()));
-      await this.letStallShow();
+      await this.liveness.letStallShow();
     }
     for (const wave of waves) await this.writeWave(wave);
 
@@ -388,7 +356,7 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
     this.timedOut = !(await this.settle());
     if (this.timedOut) this.system(`Time limit of ${Math.round(attempt.limitMs / 1000)} s reached with ${this.processed}/${this.expected} inputs processed: verifying what is there.`);
     // Only when the work did end: at the time limit the program may still be mid-batch.
-    this.heldAtEnd = this.timedOut ? [] : await this.transactionsHeldAtEnd();
+    this.heldAtEnd = this.timedOut ? [] : await this.liveness.transactionsHeldAtEnd();
     attempt.stopping = true;
     // A generous grace: a program finishing its last transaction on a busy machine must not be
     // SIGKILLed mid-transaction by us, or the hanging transaction would be blamed on it.
@@ -405,49 +373,6 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
         system: (line) => this.system(line),
       }),
     );
-  }
-
-  /** Whether any output or internal partition has an open transaction (LSO < HWM); null if the broker did not say. */
-  private async brokerSaysTransactionOpenAnywhere(): Promise<boolean | null> {
-    try {
-      return await this.progressTracker.probe.transactionOpen(this.lab.topics.filter((t) => t.role !== 'input').map((t) => this.realTopic(t.name)));
-    } catch {
-      return null; // the broker did not say (a restart): unknown
-    }
-  }
-
-  /**
-   * Live instances that still hold a transaction open once the work is over (our wrapper says so):
-   * a transaction the program itself never ends. A moment's grace for one that is just committing.
-   */
-  private async transactionsHeldAtEnd(): Promise<string[]> {
-    const holding = () => [...this.slots].filter((s) => s.current.alive && s.txnOpen);
-    const until = Date.now() + 2_000;
-    while (holding().length && Date.now() < until) await sleep(100);
-    // Only a transaction that holds readers back counts: an empty one opened ahead of the next
-    // batch blocks nobody (and the program's own word is not proof: the broker must show it).
-    if (!holding().length || (await this.brokerSaysTransactionOpenAnywhere()) !== true) return [];
-    return holding().map((s) => `${s.current.id} still holds a transaction open after the work was done (+${(this.attempt.elapsed() / 1000).toFixed(1)} s): it never commits or aborts it`);
-  }
-
-  /**
-   * A program sitting on an open transaction with input waiting, and not moving, is stuck. The
-   * next fault would restart it and hide that: let the stall reach keeps-up's bound first (through
-   * any hold that is still running out), unless the program moves again. Costs nothing for a
-   * program that is working: it either holds no transaction or makes progress within a poll.
-   */
-  private async letStallShow(): Promise<void> {
-    const { sessionTimeout = 30_000, rebalanceTimeout = 60_000 } = this.lab.kafkajs.consumer;
-    const holdMs = Math.min(sessionTimeout, 30_000) + Math.min(rebalanceTimeout, 30_000);
-    const until = Math.min(this.attempt.deadline, Date.now() + holdMs + STALL_BOUND_MS + 2_000);
-    const processedAtStart = this.progressTracker.processed;
-    while (Date.now() < until) {
-      if (!this.liveTransactionOpen() || this.committedWritten <= this.progressTracker.processed) return;
-      if (this.progressTracker.processed !== processedAtStart) return;
-      const quiet = this.stallWatch.developingMs();
-      if (quiet !== null && quiet > STALL_BOUND_MS + 1_000) return;
-      await sleep(200);
-    }
   }
 
   /** Multi-instance labs: waits until the group is Stable with one member per running slot. */

@@ -1,0 +1,127 @@
+/**
+ * A pipeline grade's liveness: what may rightly hold the program back (a hold), the stall watch
+ * behind keeps-up, letting a stuck program's stall show before the next fault restarts it, and the
+ * transactions live instances still hold once the work is done (no-hanging-transactions).
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { PipelineLab } from '../../../src/shared/lab.ts';
+import type { FaultKind } from '../../../src/shared/report.ts';
+import type { MaintenanceLock } from '../../broker/maintenance.ts';
+import type { Supervisor } from '../supervisor.ts';
+import type { PipelineProgress } from './pipeline-progress.ts';
+import { StallWatch } from './stall-watch.ts';
+
+/**
+ * keeps-up: longer than this without progress, input waiting and nothing holding the program is a
+ * stall. Measured: the longest such pause of the reference solutions (bench:grader, see README).
+ */
+export const STALL_BOUND_MS = 12_000;
+/** Faults that do not make the group rebalance or the program restart: they hold nothing. */
+const HOLDS_NOTHING = new Set<FaultKind>(['send-error']);
+
+/** What liveness needs of the pipeline scenario. */
+export interface LivenessSource {
+  readonly lab: PipelineLab;
+  readonly attempt: { elapsed(): number; readonly deadline: number };
+  readonly maintenance: MaintenanceLock;
+  readonly supervisor: Supervisor;
+  readonly progressTracker: PipelineProgress;
+  /** Committed inputs written so far. */
+  readonly committedWritten: number;
+  realTopic(logical: string): string;
+}
+
+export class PipelineLiveness {
+  readonly stallWatch: StallWatch;
+  /** When the last fault that rebalances or restarts something ended. */
+  private lastHoldAt = 0;
+
+  constructor(private readonly src: LivenessSource) {
+    this.stallWatch = new StallWatch(
+      {
+        elapsed: () => src.attempt.elapsed(),
+        waiting: () => src.committedWritten - src.progressTracker.processed,
+        lastActivityAt: () => Math.max(src.progressTracker.lastActivityAt, src.progressTracker.lastStartAt),
+        holdReason: () => this.holdReason(),
+      },
+      STALL_BOUND_MS,
+    );
+  }
+
+  /** A fault was injected (or its handler ended): faults that rebalance or restart hold the program a while. */
+  faultEnded(kind: FaultKind): void {
+    if (!HOLDS_NOTHING.has(kind)) this.lastHoldAt = Date.now();
+  }
+
+  /** Whether a live instance says (through our wrapper) that it holds a transaction open. */
+  liveTransactionOpen(): boolean {
+    return [...this.src.supervisor.slots.values()].some((s) => s.current.alive && s.txnOpen);
+  }
+
+  /** The lab's session + rebalance timeouts (capped): how long a restart or rebalance may rightly take. */
+  private get rebalanceMs(): number {
+    const { sessionTimeout = 30_000, rebalanceTimeout = 60_000 } = this.src.lab.kafkajs.consumer;
+    return Math.min(sessionTimeout, 30_000) + Math.min(rebalanceTimeout, 30_000);
+  }
+
+  /**
+   * Why the program may rightly make no progress now: the broker is down or just back, an instance
+   * is frozen, or a restart or rebalance is still within the group's session and rebalance timeouts.
+   */
+  holdReason(): string | null {
+    const { maintenance, supervisor, progressTracker } = this.src;
+    if (maintenance.isDown) return 'broker down';
+    const now = Date.now();
+    if (now - maintenance.lastDowntimeEndedAt < this.rebalanceMs) return 'broker just back';
+    if (supervisor.zombies.size > 0 || [...supervisor.slots.values()].some((s) => s.current.state === 'paused')) return 'an instance is paused';
+    // The broker shows an open transaction no live instance says it holds (a --cmd program cannot
+    // say): one a stopped instance left, which blocks readers and pending offsets until the
+    // coordinator aborts it at its timeout. Kafka Streams waits for exactly that after a crash.
+    if (progressTracker.outputOpen && !this.liveTransactionOpen()) return "a stopped instance's transaction is still open";
+    if (now - Math.max(this.lastHoldAt, progressTracker.lastStartAt) < this.rebalanceMs) return 'a rebalance or restart is pending';
+    return null;
+  }
+
+  /**
+   * A program sitting on an open transaction with input waiting, and not moving, is stuck. The
+   * next fault would restart it and hide that: let the stall reach keeps-up's bound first (through
+   * any hold that is still running out), unless the program moves again. Costs nothing for a
+   * program that is working: it either holds no transaction or makes progress within a poll.
+   */
+  async letStallShow(): Promise<void> {
+    const { progressTracker } = this.src;
+    const until = Math.min(this.src.attempt.deadline, Date.now() + this.rebalanceMs + STALL_BOUND_MS + 2_000);
+    const processedAtStart = progressTracker.processed;
+    while (Date.now() < until) {
+      if (!this.liveTransactionOpen() || this.src.committedWritten <= progressTracker.processed) return;
+      if (progressTracker.processed !== processedAtStart) return;
+      const quiet = this.stallWatch.developingMs();
+      if (quiet !== null && quiet > STALL_BOUND_MS + 1_000) return;
+      await sleep(200);
+    }
+  }
+
+  /**
+   * Live instances that still hold a transaction open once the work is over (our wrapper says so):
+   * a transaction the program itself never ends. A moment's grace for one that is just committing.
+   */
+  async transactionsHeldAtEnd(): Promise<string[]> {
+    const holding = () => [...this.src.supervisor.slots.values()].filter((s) => s.current.alive && s.txnOpen);
+    const until = Date.now() + 2_000;
+    while (holding().length && Date.now() < until) await sleep(100);
+    // Only a transaction that holds readers back counts: an empty one opened ahead of the next
+    // batch blocks nobody (and the program's own word is not proof: the broker must show it).
+    if (!holding().length || (await this.brokerSaysTransactionOpenAnywhere()) !== true) return [];
+    const at = (this.src.attempt.elapsed() / 1000).toFixed(1);
+    return holding().map((s) => `${s.current.id} still holds a transaction open after the work was done (+${at} s): it never commits or aborts it`);
+  }
+
+  /** Whether any output or internal partition has an open transaction (LSO < HWM); null if the broker did not say. */
+  private async brokerSaysTransactionOpenAnywhere(): Promise<boolean | null> {
+    try {
+      return await this.src.progressTracker.probe.transactionOpen(this.src.lab.topics.filter((t) => t.role !== 'input').map((t) => this.src.realTopic(t.name)));
+    } catch {
+      return null; // the broker did not say (a restart): unknown
+    }
+  }
+}
