@@ -134,7 +134,7 @@ describe('the lab facts', () => {
     const definition = lab({ checkCoverage: [{ check: 'order-preserved', coverage: 'none', reason }], timeLimitMs: 120_000, quickTimeLimitMs: 45_000 });
     const text = formatLabFacts(labFacts('demo', definition, declaredFixtures(definition, [broken('auto-commit', 'no-duplicates')])));
     expect(text).toContain('pipeline, one broker, 1 instance; time limit 120 s (quick 45 s)');
-    expect(text).toContain('clients: kafkajs 2.2.4 (TypeScript)');
+    expect(text).toContain('clients: kafkajs 2.2.4 (reference solution), @platformatic/kafka 2.12.1');
     expect(text).toContain('faults, full plan:  kill at after:send | before:commit; zombie (instance 2)');
     expect(text).toContain('faults, quick plan: broker-restart');
     expect(text).toMatch(/no-loss +NOT PROVEN: no fixture fails it/);

@@ -9,7 +9,9 @@ import { loadLab, type LoadedLab } from './load-lab.ts';
 
 /** The fixtures of a loaded lab with what each declares (no program is read or graded). */
 export function fixtureDeclarations(lab: LoadedLab): FixtureDeclaration[] {
-  return declaredFixtures(lab.definition, lab.broken);
+  // Reference solutions in other clients pass too (they prove nothing can fail, but say which clients a lab was written in).
+  const otherSolutions = Object.keys(lab.clients).map((client) => ({ program: `solution.${client}`, expect: 'pass' as const }));
+  return [...declaredFixtures(lab.definition, lab.broken), ...otherSolutions];
 }
 
 /** Every coverage problem of the given labs, one line each (empty: the rule holds). */

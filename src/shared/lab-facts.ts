@@ -6,12 +6,12 @@
  */
 import type { FaultSpec, LabDefinition } from './lab.ts';
 import { checkCoverageRows, type CheckCoverageRow, type FixtureDeclaration } from './lab-coverage.ts';
+import { CLIENT_INFO, KAFKA_CLIENTS } from './clients.ts';
 
 /**
  * Clients a learner's program may use. Programs are TypeScript on kafkajs (patched, see
  * patches/kafkajs+2.2.4.patch); other languages enter a lab only as command fixtures.
  */
-export const SUPPORTED_CLIENTS = ['kafkajs 2.2.4 (TypeScript)'] as const;
 
 export interface LabFacts {
   id: string;
@@ -53,7 +53,11 @@ export function labFacts(id: string, definition: LabDefinition, fixtures: readon
     checks: checkCoverageRows(definition, fixtures),
     timeLimitMs: definition.timeLimitMs,
     quickTimeLimitMs: definition.quickTimeLimitMs,
-    clients: SUPPORTED_CLIENTS,
+    // Every lab takes a program in either client (one env contract); say where a reference solution exists.
+    clients: KAFKA_CLIENTS.map((c) => {
+      const reference = c === 'kafkajs' || fixtures.some((f) => f.program === `solution.${c}`);
+      return `${CLIENT_INFO[c].label}${reference ? ' (reference solution)' : ''}`;
+    }),
     commands: definition.commandFixtures.map((c) => ({ name: c.name, expect: c.expect })),
   };
 }
