@@ -44,12 +44,17 @@ export class InstrumentedDriver implements ProgramDriver {
     // aimed-at topic). Every pipeline sends (a database lab's program writes rows), so fall back
     // to the moment right after any send (row write), with fresh input to reach it.
     const fallbackPoint: CrashPoint = ctx.lab.database ? 'after:db-write' : 'after:send';
-    if (!event && (fault.crashPoint !== fallbackPoint || fault.topic) && instance.alive) {
+    // An owed fault armed again (fault-obligations.ts) keeps its own point through the spare wave:
+    // falling back to an earlier point of the same unit of work (a row write before its commit)
+    // would land there again on every try, and the aimed point would never be reached.
+    const retry = (fault.attempt ?? 1) > 1;
+    if (!event && (retry || fault.crashPoint !== fallbackPoint || fault.topic) && instance.alive) {
       const spare = ctx.nextWave();
       if (spare.length) {
-        const fallback = armAt(ctx, instance, fallbackPoint, action, 1);
+        const fallback = retry ? armAt(ctx, instance, fault.crashPoint, action, 1, fault.topic) : armAt(ctx, instance, fallbackPoint, action, 1);
         await ctx.writeWave(spare);
         event = await fallback;
+        if (event && retry && fault.topic) event = { ...event, aimedAt: fault.topic };
       }
     }
     if (!event) await sleep(fault.delayMs);
