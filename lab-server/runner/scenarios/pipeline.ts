@@ -355,8 +355,7 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
     attempt.phase = 'settling';
     this.timedOut = !(await this.settle());
     if (this.timedOut) this.system(`Time limit of ${Math.round(attempt.limitMs / 1000)} s reached with ${this.processed}/${this.expected} inputs processed: verifying what is there.`);
-    // Only when the work did end: at the time limit the program may still be mid-batch.
-    this.heldAtEnd = this.timedOut ? [] : await this.liveness.transactionsHeldAtEnd();
+    this.heldAtEnd = await this.liveness.transactionsHeldAtEnd();
     attempt.stopping = true;
     // A generous grace: a program finishing its last transaction on a busy machine must not be
     // SIGKILLed mid-transaction by us, or the hanging transaction would be blamed on it.
