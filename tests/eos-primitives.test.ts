@@ -19,6 +19,20 @@ async function transactionalProducer(transactionalId: string) {
   return producer;
 }
 
+/**
+ * EndTxn returns once the coordinator has logged the outcome; the markers reach the partitions a
+ * moment later. Waits (bounded) until they have: every partition's LSO at its high watermark.
+ */
+async function markersWritten(topic: string) {
+  const until = Date.now() + 10_000;
+  for (;;) {
+    const partitions = await partitionOffsets(brokers, topic);
+    if (partitions.every((p) => p.lso === p.hwm)) return partitions;
+    if (Date.now() > until) throw new Error(`the transaction markers of ${topic} did not land within 10 s: ${JSON.stringify(partitions)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 async function newTopic(prefix: string) {
   const topic = uniqueName(prefix);
   await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
@@ -118,8 +132,7 @@ describe('transactions on the real broker', () => {
     expect(values(blocked.records)).toEqual(['before']);
 
     await open.commit();
-    const [after] = await partitionOffsets(brokers, topic);
-    expect(after!.lso).toBe(after!.hwm);
+    const [after] = await markersWritten(topic);
     expect(after!.hwm).toBe(5);
     const unblocked = await readTopic(kafka, brokers, topic, { isolation: 'read_committed' });
     expect(values(unblocked.records)).toEqual(['before', 'pending-1', 'pending-2']);
@@ -142,6 +155,7 @@ describe('transactions on the real broker', () => {
     await okTxn.send({ topic, messages: [{ value: 'committed-1' }] });
     await okTxn.commit();
     await earlyTxn.abort();
+    await markersWritten(topic);
     const committed = await readTopic(kafka, brokers, topic, { isolation: 'read_committed' });
     expect(values(committed.records)).toEqual(['committed-1']);
     const all = await readTopic(kafka, brokers, topic, { isolation: 'read_uncommitted' });

@@ -12,7 +12,8 @@ import { createAttempt } from '../../lab-server/runner/attempt.ts';
 import { innocentGrade, namespace } from './tenancy-support.ts';
 
 const brokers = inject('brokers');
-const quiet = { output: () => {}, diagnostics: () => {}, progress: () => {}, state: () => {}, fault: () => {} };
+const lines: string[] = [];
+const quiet = { output: (_instance: string, _stream: string, line: string) => void lines.push(line), diagnostics: () => {}, progress: () => {}, state: () => {}, fault: () => {} };
 
 describe('a forged crash-point hit', () => {
   it('makes a grade inconclusive at worst, never a pass', async () => {
@@ -20,6 +21,9 @@ describe('a forged crash-point hit', () => {
     const lab = await loadLab('single-stage');
     const code = fs.readFileSync(path.join(ROOT_DIR, 'tests/security/attacks/forge-crash-point.ts'), 'utf8');
     const forged = await createAttempt({ lab, program: { kind: 'code', code }, brokers, control: null, namespace: namespace('forger'), mode: 'quick', listener: quiet }).grade();
+    // The attack really forged (it found the channel and answered an armed point)...
+    expect(lines.filter((l) => l.startsWith('FORGER answering')).length, lines.slice(-20).join('\n')).toBeGreaterThan(0);
+    // ...and was not believed.
     expect(forged.verdict, forged.message).not.toBe('pass');
     const disbelieved = forged.faults.filter((f) => /broker showed none/.test(f.note ?? ''));
     expect(disbelieved.length, JSON.stringify(forged.faults)).toBeGreaterThan(0);

@@ -16,6 +16,12 @@ import { StallWatch } from './stall-watch.ts';
  * stall. Measured: the longest such pause of the reference solutions (bench:grader, see README).
  */
 export const STALL_BOUND_MS = 12_000;
+/**
+ * Once keeps-up has its evidence (a stall past the bound), a program sitting on an open
+ * transaction this long again, input waiting, is taken as stuck again at once: more waiting
+ * would only repeat the finding, and the learner waits for the verdict.
+ */
+const STUCK_AGAIN_MS = 3_000;
 /** Faults that do not make the group rebalance or the program restart: they hold nothing. */
 const HOLDS_NOTHING = new Set<FaultKind>(['send-error']);
 
@@ -53,6 +59,22 @@ export class PipelineLiveness {
     if (!HOLDS_NOTHING.has(kind)) this.lastHoldAt = Date.now();
   }
 
+  /** keeps-up already has its evidence: this grade recorded a stall past the bound. */
+  get stallFound(): boolean {
+    return this.stallWatch.stalls.length > 0;
+  }
+
+  /**
+   * After a recorded stall: a live instance sits on an open transaction, input is waiting and
+   * nothing has moved for STUCK_AGAIN_MS (the broker up, nobody paused). The grade goes on at once.
+   */
+  stuckAgain(): boolean {
+    const { maintenance, supervisor, progressTracker, committedWritten } = this.src;
+    if (!this.stallFound || !this.liveTransactionOpen() || committedWritten <= progressTracker.processed) return false;
+    if (maintenance.isDown || supervisor.zombies.size > 0 || [...supervisor.slots.values()].some((s) => s.current.state === 'paused')) return false;
+    return Date.now() - Math.max(progressTracker.lastActivityAt, progressTracker.lastStartAt, maintenance.lastDowntimeEndedAt) >= STUCK_AGAIN_MS;
+  }
+
   /** Whether a live instance says (through our wrapper) that it holds a transaction open. */
   liveTransactionOpen(): boolean {
     return [...this.src.supervisor.slots.values()].some((s) => s.current.alive && s.txnOpen);
@@ -87,9 +109,12 @@ export class PipelineLiveness {
    * next fault would restart it and hide that: let the stall reach keeps-up's bound first (through
    * any hold that is still running out), unless the program moves again. Costs nothing for a
    * program that is working: it either holds no transaction or makes progress within a poll.
+   * Nor, once a stall is on record, for one that is stuck again.
    */
   async letStallShow(): Promise<void> {
     const { progressTracker } = this.src;
+    // keeps-up has failed already, with evidence: a second stall would prove nothing new.
+    if (this.stallFound) return;
     const until = Math.min(this.src.attempt.deadline, Date.now() + this.rebalanceMs + STALL_BOUND_MS + 2_000);
     const processedAtStart = progressTracker.processed;
     while (Date.now() < until) {

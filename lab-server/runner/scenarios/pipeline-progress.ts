@@ -204,12 +204,13 @@ export class PipelineProgress {
    * After a fault: wait until the program has caught up with all input written so far, so the next
    * fault is armed while it is idle and its crash-point count starts at a batch boundary.
    */
-  async waitFor(target: number, timeoutMs: number): Promise<void> {
+  /** Waits until `target` inputs are processed, the program idles after work, `stuck()` says so, or the time is up. */
+  async waitFor(target: number, timeoutMs: number, stuck: () => boolean = () => false): Promise<void> {
     const until = Date.now() + Math.max(0, timeoutMs);
     // Wrote output since its latest (re)start, no transaction open, and nothing moved since.
     const idleAfterWork = () =>
       this.outputMovedAt > this.lastStartAt && !this.outputOpen && !this.src.transactionOpen() && Date.now() - Math.max(this.outputMovedAt, this.lastActivityAt) >= IDLE_AFTER_WORK_MS;
-    while (Date.now() < until && this.processed < target && !idleAfterWork()) await sleep(100);
+    while (Date.now() < until && this.processed < target && !idleAfterWork() && !stuck()) await sleep(100);
     // Multi-stage: the later stages too (a retried batch of the last stage, say), so the next
     // fault does not cut short what the previous one set up. Judged by a poll that started after
     // the first stage was done; a pipeline that never catches up costs at most 5 s here.

@@ -347,7 +347,7 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
       this.liveness.faultEnded(fault.kind);
       if (fault.attempt === 1) this.faultsDone++;
       this.obligations.settle(fault, attempt.history.faults.slice(recordedBefore), queue, waves.length > 0);
-      await this.progressTracker.waitFor(this.committedWritten, Math.min(15_000, attempt.deadline - Date.now()));
+      await this.progressTracker.waitFor(this.committedWritten, Math.min(15_000, attempt.deadline - Date.now()), () => this.liveness.stuckAgain());
       await this.liveness.letStallShow();
     }
     for (const wave of waves) await this.writeWave(wave);
@@ -395,7 +395,8 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
       let quietMs = this.driver.quietMs(QUIET_MS, laterStagesBehind);
       // Input waiting and a live instance sitting on an open transaction: a wedge, not the end of
       // the work. Wait long enough for keeps-up to see it as the stall it is.
-      if (this.committedWritten > progress.processed && this.liveTransactionOpen()) quietMs = Math.max(quietMs, STALL_BOUND_MS + 1_500);
+      // (Once a stall is on record, keeps-up has its evidence: no need to wait for another.)
+      if (this.committedWritten > progress.processed && this.liveTransactionOpen() && !this.liveness.stallFound) quietMs = Math.max(quietMs, STALL_BOUND_MS + 1_500);
       // A broker restart (this grade's or a parallel one's) is nobody's lack of progress.
       const quietSince = Math.max(progress.lastActivityAt, this.maintenance.lastDowntimeEndedAt);
       // Quiet after some work: its output counts too (offsets to the wrong place never show progress).

@@ -14,7 +14,14 @@ async function attempt(): Promise<string[]> {
     if (/accepted/.test(err.message)) throw err;
     refusals.push(`read: ${err.code ?? err.message}`);
   }
-  const res = await fetch(`http://127.0.0.1:${PORT}/restart`, { method: 'POST' });
+  let res: Response;
+  try {
+    res = await fetch(`http://127.0.0.1:${PORT}/restart`, { method: 'POST' });
+  } catch (err: any) {
+    // Not even a connection (the sandbox's network reaches only the lab's endpoints): refused too.
+    refusals.push(`post: unreachable (${err.cause?.code ?? err.message})`);
+    return refusals;
+  }
   if (res.ok) throw new Error('restart accepted without a token');
   refusals.push(`post: HTTP ${res.status}`);
   return refusals;

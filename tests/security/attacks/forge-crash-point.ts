@@ -1,23 +1,34 @@
 // Attack: pass without transactions by forging the grader's crash points. The program copies with
-// a plain idempotent producer and commitOffsets (at-least-once), reads the grader's "arm" messages
-// on its IPC channel, disarms the real wrapper, waits until it is idle (so a kill loses nothing and
-// duplicates nothing) and answers "hit, transaction open". Before the broker confirmed hits, every
-// check held and the grade said PASS.
+// a plain idempotent producer and commitOffsets (at-least-once), takes over the runner's channel
+// the client wrapper opened (fd 3, shared on globalThis), disarms the real wrapper whenever the
+// grader arms a point, waits until it is idle (so a kill loses nothing and duplicates nothing) and
+// answers "hit, transaction open". Before the broker confirmed hits, every check held and the
+// grade said PASS.
 import { Kafka } from 'kafkajs';
 const env = (name: string) => process.env[name]!;
+type Channel = { send(event: object): void; onCommand(listener: (command: any) => void): void };
+// Importing kafkajs loaded the wrapper, which opened the channel and keeps it here.
+const channel = (globalThis as any)[Symbol.for('kafkaiq.runner-channel')] as Channel | null | undefined;
+const wrapper = (globalThis as any)[Symbol.for('kafkaiq.crash-points')] as { armed: unknown } | undefined;
+if (!channel || !wrapper) {
+  console.log('FORGER no runner channel to forge on');
+  process.exit(1);
+}
 const kafka = new Kafka({ clientId: 'forger', brokers: env('KAFKA_BROKERS').split(',') });
 const consumer = kafka.consumer({ groupId: env('GROUP_ID') });
 const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
 let busy = false;
 let held: Promise<void> | null = null;
-process.on('message', (msg: any) => {
+channel.onCommand((msg) => {
   if (msg?.t !== 'arm') return;
-  process.emit('message' as any, { t: 'disarm' } as any); // the real wrapper must never hold us
+  // The wrapper's own listener ran first and armed it: the real checkpoint must never hold us.
+  wrapper.armed = null;
   let release = () => {};
   held = new Promise<void>((r) => (release = r));
   const answer = () => {
     if (busy) return void setTimeout(answer, 5);
-    process.send!({ t: 'hit', point: msg.point, action: msg.action, txnOpen: true });
+    console.log(`FORGER answering ${msg.point} with a forged hit`);
+    channel.send({ t: 'hit', point: msg.point, action: msg.action, txnOpen: true });
     // Survived (a stop or an injected error is no kill): carry on.
     setTimeout(() => ((held = null), release()), 1_500);
   };
