@@ -93,13 +93,14 @@ export async function waitForFullIsr(brokers: string[], timeoutMs: number): Prom
   const admin = createKafka(brokers, 'kafkaiq-isr', { retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 500 } }).admin();
   const deadline = Date.now() + timeoutMs;
   try {
-    await admin.connect();
     for (;;) {
       try {
+        // Connecting is retried here too: the seed it picks may be the node that is still starting.
+        await admin.connect();
         const { topics } = await admin.fetchTopicMetadata();
         if (topics.every((t) => t.partitions.every((p) => p.isr.length >= p.replicas.length))) return true;
       } catch {
-        // metadata moving: ask again
+        // a node still starting, or metadata moving: ask again
       }
       if (Date.now() > deadline) return false;
       await new Promise((resolve) => setTimeout(resolve, 250));

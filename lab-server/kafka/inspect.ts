@@ -1,4 +1,6 @@
 import type { Kafka, KafkaMessage } from 'kafkajs';
+import { retry } from '../core/retry.ts';
+import { isRetriableKafkaError } from './group-offsets.ts';
 import { createInternalCluster } from './internal-cluster.ts';
 
 // kafkajs's admin lists offsets read_committed only: its ListOffsets request leaves the isolation
@@ -23,12 +25,24 @@ function createCluster(brokers: string[], isolationLevel: number) {
   return createInternalCluster(brokers, { clientId: 'kafkaiq-offsets', isolationLevel });
 }
 
+/**
+ * ListOffsets goes to each partition's leader as the cached metadata names it. On a 3-node cluster
+ * a node killed by a fault (this grade's or a parallel one's) stays leader in that cache until the
+ * controller moves its partitions (broker.session.timeout.ms) and we ask again: retried, with fresh
+ * metadata, for up to ~15 s, instead of ending the grade on the first refused connection.
+ */
 async function listOffsets(cluster: any, topic: string, fromBeginning: boolean): Promise<Map<number, number>> {
-  await cluster.addTargetTopic(topic);
-  await cluster.refreshMetadataIfNecessary();
-  const partitions = cluster.findTopicPartitionMetadata(topic).map((p: { partitionId: number }) => ({ partition: p.partitionId }));
-  const [result] = await cluster.fetchTopicsOffset([{ topic, fromBeginning, partitions }]);
-  return new Map<number, number>(result.partitions.map((p: { partition: number; offset: string }) => [p.partition, Number(p.offset)]));
+  return retry(
+    async (attempt) => {
+      await cluster.addTargetTopic(topic);
+      if (attempt > 0) await cluster.refreshMetadata();
+      else await cluster.refreshMetadataIfNecessary();
+      const partitions = cluster.findTopicPartitionMetadata(topic).map((p: { partitionId: number }) => ({ partition: p.partitionId }));
+      const [result] = await cluster.fetchTopicsOffset([{ topic, fromBeginning, partitions }]);
+      return new Map<number, number>(result.partitions.map((p: { partition: number; offset: string }) => [p.partition, Number(p.offset)]));
+    },
+    { retries: 10, minDelayMs: 200, maxDelayMs: 2_000, shouldRetry: isRetriableKafkaError },
+  );
 }
 
 /**

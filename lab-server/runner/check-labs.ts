@@ -57,6 +57,8 @@ export interface Fixture {
   check?: CheckName;
   /** A database lab's fixture graded on this pool instead of the process's (DATABASE_URL). */
   databases?: DatabasePool;
+  /** Graded on the 3-node cluster (a failover lab): the slowest grades, started first. */
+  threeNodes?: boolean;
 }
 
 /** Every program a lab folder declares, with what grading it must give (the fixture matrix). */
@@ -65,6 +67,8 @@ export async function labFixtures(labIds: string[]): Promise<Fixture[]> {
   for (const id of labIds) {
     const lab = await loadLab(id);
     const code = (file: string): ProgramInput => ({ kind: 'code', code: fs.readFileSync(file, 'utf8') });
+    const threeNodes = lab.definition.cluster === 'three-nodes';
+    const before = fixtures.length;
     fixtures.push(
       { lab: id, program: 'solution', input: code(lab.solutionFile), expect: 'pass' },
       { lab: id, program: 'starter', input: code(lab.starterFile), expect: 'fail' },
@@ -76,6 +80,7 @@ export async function labFixtures(labIds: string[]): Promise<Fixture[]> {
       ...lab.broken.map((b) => ({ lab: id, program: `broken/${b.name}`, input: code(b.file), expect: 'fail' as const, check: b.expectFail })),
       ...lab.definition.commandFixtures.map((c) => ({ lab: id, program: `cmd/${c.name}`, input: { kind: 'command' as const, command: c.command }, expect: c.expect, check: c.check })),
     );
+    if (threeNodes) for (const f of fixtures.slice(before)) f.threeNodes = true;
   }
   return fixtures;
 }
@@ -109,8 +114,10 @@ export interface CheckOptions {
 export async function runFixtures(fixtures: Fixture[], clusters: ClusterSource | ClusterHandle, options: CheckOptions = {}): Promise<FixtureResult[]> {
   const log = options.log ?? (() => {});
   const results: FixtureResult[] = [];
-  // Programs that must pass take the full plan: start them first so the slowest finish early.
-  const queue = [...fixtures.filter((f) => f.expect === 'pass'), ...fixtures.filter((f) => f.expect !== 'pass')];
+  // Programs that must pass take the full plan: start them first so the slowest finish early, and
+  // within each group the 3-node cluster's (node kills queue behind one another there).
+  const order = (f: Fixture) => (f.expect === 'pass' ? 0 : 2) + (f.threeNodes ? 0 : 1);
+  const queue = [...fixtures].sort((a, b) => order(a) - order(b));
   const worker = async () => {
     for (let fixture = queue.shift(); fixture; fixture = queue.shift()) {
       const started = Date.now();

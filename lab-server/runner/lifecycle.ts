@@ -253,6 +253,8 @@ export class AttemptLifecycle implements Attempt {
     } catch (err) {
       const infrastructure = !(err instanceof KafkaIqError) || err.isInfrastructure;
       const compile = err instanceof KafkaIqError && err.code === 'COMPILE_FAILED';
+      // The learner sees one line; the operator needs where it came from to mend it.
+      if (infrastructure && !compile) process.stderr.write(`[kafkaiq] ${this.namespace}: the grader could not finish (while ${this.phase}, +${(this.elapsed() / 1000).toFixed(1)} s): ${err instanceof Error ? err.stack : String(err)}\n`);
       report = this.report(
         seed,
         startedAtIso,

@@ -19,8 +19,10 @@
  * never sees it as such (kafkajs reports INVALID_PRODUCER_EPOCH or a fencing error, and a
  * program may swallow it), and a --cmd program has no wrapper at all. The log is the truth.
  */
-import type { Kafka } from 'kafkajs';
+import type { Admin, Kafka } from 'kafkajs';
 import type { CheckResult, FaultRecord } from '../../../src/shared/report.ts';
+import { retry } from '../../core/retry.ts';
+import { isRetriableKafkaError } from '../../kafka/group-offsets.ts';
 import { decodeTransactionLogRecord, TRANSACTION_STATE_TOPIC, type TransactionLogValue } from '../../kafka/transaction-log.ts';
 import { capEvidence } from './evidence.ts';
 
@@ -69,6 +71,14 @@ export function findTimeoutAborts(transactionalId: string, values: readonly Tran
  * Remembers where __transaction_state ended when the grade started; after the run, reads from
  * there and decides the check.
  */
+/**
+ * The transaction log's end offsets. kafkajs's admin gives up on the first refused connection, and
+ * on a 3-node cluster a node may just have been killed (its partitions not yet moved): retried.
+ */
+function offsetsOfTransactionLog(admin: Admin) {
+  return retry(() => admin.fetchTopicOffsets(TRANSACTION_STATE_TOPIC), { retries: 10, minDelayMs: 200, maxDelayMs: 2_000, shouldRetry: isRetriableKafkaError });
+}
+
 export class TransactionTimeoutWatch {
   private constructor(
     private readonly kafka: Kafka,
@@ -80,7 +90,7 @@ export class TransactionTimeoutWatch {
     const admin = kafka.admin();
     await admin.connect();
     try {
-      const offsets = await admin.fetchTopicOffsets(TRANSACTION_STATE_TOPIC).catch(() => []);
+      const offsets = await offsetsOfTransactionLog(admin);
       return new TransactionTimeoutWatch(kafka, namespace, offsets.map((p) => ({ partition: p.partition, offset: p.high })));
     } finally {
       await admin.disconnect().catch(() => {});
@@ -94,7 +104,7 @@ export class TransactionTimeoutWatch {
     await admin.connect();
     let ends: { partition: number; high: string }[];
     try {
-      ends = await admin.fetchTopicOffsets(TRANSACTION_STATE_TOPIC);
+      ends = await offsetsOfTransactionLog(admin);
     } finally {
       await admin.disconnect().catch(() => {});
     }
