@@ -110,15 +110,25 @@ export interface CheckOptions {
   log?: (line: string) => void;
 }
 
-/** Grades fixtures a few at a time (see checkLabs) and logs a line per fixture as it ends. */
-export async function runFixtures(fixtures: Fixture[], clusters: ClusterSource | ClusterHandle, options: CheckOptions = {}): Promise<FixtureResult[]> {
+/**
+ * Grades fixtures a few at a time (see checkLabs) and logs a line per fixture as it ends. Given
+ * several clusters (lanes), the graders take turns over them: a broker restart one grade injects
+ * then holds up only the grades on its own broker.
+ */
+export async function runFixtures(
+  fixtures: Fixture[],
+  clusters: ClusterSource | ClusterHandle | ReadonlyArray<ClusterSource | ClusterHandle>,
+  options: CheckOptions = {},
+): Promise<FixtureResult[]> {
+  const lanes = Array.isArray(clusters) ? clusters : [clusters as ClusterSource | ClusterHandle];
+  if (lanes.length === 0) throw new Error('runFixtures needs at least one cluster');
   const log = options.log ?? (() => {});
   const results: FixtureResult[] = [];
   // Programs that must pass take the full plan: start them first so the slowest finish early, and
   // within each group the 3-node cluster's (node kills queue behind one another there).
   const order = (f: Fixture) => (f.expect === 'pass' ? 0 : 2) + (f.threeNodes ? 0 : 1);
   const queue = [...fixtures].sort((a, b) => order(a) - order(b));
-  const worker = async () => {
+  const worker = async (lane: ClusterSource | ClusterHandle) => {
     for (let fixture = queue.shift(); fixture; fixture = queue.shift()) {
       const started = Date.now();
       let got: string;
@@ -128,10 +138,10 @@ export async function runFixtures(fixtures: Fixture[], clusters: ClusterSource |
         // catches it on the named check, the full plan has nothing left to prove and CI saves
         // half the time. Otherwise (and always for programs that must pass) the full plan decides.
         const databases = fixture.databases;
-        let report = await gradeProgram(clusters, fixture.lab, fixture.input, { quick: options.quick || fixture.expect === 'fail', databases });
+        let report = await gradeProgram(lane, fixture.lab, fixture.input, { quick: options.quick || fixture.expect === 'fail', databases });
         ({ ok, got } = judgeFixture(fixture, report));
         if (!ok && fixture.expect === 'fail' && !options.quick) {
-          report = await gradeProgram(clusters, fixture.lab, fixture.input, { databases });
+          report = await gradeProgram(lane, fixture.lab, fixture.input, { databases });
           ({ ok, got } = judgeFixture(fixture, report));
         } else if (fixture.expect === 'fail' && !options.quick) got += ' [quick plan]';
         if (!ok) {
@@ -151,7 +161,7 @@ export async function runFixtures(fixtures: Fixture[], clusters: ClusterSource |
       log(`${ok ? '✓' : '✗'} ${fixture.lab.padEnd(20)} ${fixture.program.padEnd(34)} expected ${expected.padEnd(30)} got ${got}  (${result.seconds.toFixed(1)} s)`);
     }
   };
-  await Promise.all(Array.from({ length: Math.max(1, options.parallel ?? 3) }, worker));
+  await Promise.all(Array.from({ length: Math.max(1, options.parallel ?? 3) }, (_, i) => worker(lanes[i % lanes.length]!)));
   const bad = results.filter((r) => !r.ok);
   log(bad.length ? `\n${bad.length} of ${results.length} fixtures are wrong.` : `\nAll ${results.length} fixtures graded as expected.`);
   return results;
