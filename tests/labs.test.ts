@@ -10,7 +10,7 @@
  * real server, as a lab server given DATABASE_URL would. Both share one pool of graders, so the
  * real server's fixtures cost no run of their own. (Without the binaries CI fails with the fix.)
  *
- * The graders (KAFKAIQ_CHECK_PARALLEL, 5) take turns over two single brokers, the run's and one of
+ * The graders (KAFKAIQ_CHECK_PARALLEL, 6) take turns over two single brokers, the run's and one of
  * this file's own, so a full plan's broker restart holds up only the grades on its broker. All
  * 206 fixtures took 13 min at 6 in parallel on 2 cores (against 25+ min on one broker at 3).
  */
@@ -27,7 +27,7 @@ import { postgresBin, POSTGRES_MISSING, ThrowawayPostgres } from './support/post
 // KAFKAIQ_LABS=db-sink,outbox narrows the run to some labs (an instructor working on one).
 // KAFKAIQ_CHECK_PARALLEL: grades at once. A grade mostly waits (session timeouts, a stall's bound,
 // a broker's restart), so 2 cores carry several (bench: npm run bench:grader; README).
-const CHECK_PARALLEL = Number(process.env.KAFKAIQ_CHECK_PARALLEL) || 5;
+const CHECK_PARALLEL = Number(process.env.KAFKAIQ_CHECK_PARALLEL) || 6;
 const labs = process.env.KAFKAIQ_LABS ? process.env.KAFKAIQ_LABS.split(',').map((id) => id.trim()).filter(Boolean) : listLabIds();
 /** Every lab with a `database` block. */
 const databaseLabs = (await Promise.all(labs.map((id) => loadLab(id)))).filter((lab) => lab.definition.kind === 'pipeline' && lab.definition.database).map((lab) => lab.id);
