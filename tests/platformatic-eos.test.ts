@@ -381,4 +381,28 @@ describe('KIP-447: the group generation fences a zombie', () => {
     expect(firstSeen).not.toContain(`p${lost}-after`);
     await Promise.all([firstStream.close(), secondStream.close()]);
   });
+
+  it('(h, patch) labels records fetched while a rejoin is under way with the generation of their assignment', async () => {
+    // JoinGroup's answer sets generationId before SyncGroup hands out the new assignment. Records
+    // fetched in between belong to the old assignment; stock 2.12.1 labelled them with the new
+    // generation, so the TxnOffsetCommit of a partition SyncGroup was about to give to another
+    // member passed KIP-447's check, and both members committed the batch (the zombie lab's
+    // solution in this client failed no-duplicates in 2 of its 5 grades under load). The window is
+    // made by hand: the generation moves as JoinGroup's answer moves it, and heartbeats (which
+    // would start a real rejoin) are 3 s apart.
+    const input = await newTopic('pk-rejoin-window', 1);
+    const consumer = clients.consumer(uniqueName('group-h'), { heartbeatInterval: 3_000 });
+    const seen: Array<{ value: string; generation: number }> = [];
+    const stream = await consumer.consume({ topics: [input], mode: 'committed', fallbackMode: 'earliest', autocommit: false });
+    stream.on('data', (m) => seen.push({ value: m.value, generation: (m.metadata.consumer as { generationId: number }).generationId }));
+    await seed(input, ['before'], 0);
+    await expect.poll(() => seen.length, { timeout: 15_000 }).toBe(1);
+    const assigned = consumer.generationId;
+    expect(seen[0]).toEqual({ value: 'before', generation: assigned });
+    consumer.generationId = assigned + 1; // what JoinGroup's answer does, SyncGroup still to come
+    await seed(input, ['in-window'], 0);
+    await expect.poll(() => seen.length, { timeout: 2_500, interval: 20 }).toBe(2);
+    expect(seen[1]).toEqual({ value: 'in-window', generation: assigned });
+    await stream.close().catch(() => undefined); // its group state is the made-up one
+  });
 });

@@ -41,7 +41,7 @@ export class PlatformaticClients {
     return producer;
   }
 
-  consumer(groupId: string, options: { isolation?: 'read_committed' | 'read_uncommitted'; sessionTimeout?: number; maxWaitTime?: number } = {}) {
+  consumer(groupId: string, options: { isolation?: 'read_committed' | 'read_uncommitted'; sessionTimeout?: number; maxWaitTime?: number; heartbeatInterval?: number } = {}) {
     const sessionTimeout = options.sessionTimeout ?? 6_000;
     const consumer = new Consumer({
       clientId: uniqueName('pkafka-test'),
@@ -51,7 +51,7 @@ export class PlatformaticClients {
       deserializers: stringDeserializers,
       sessionTimeout,
       rebalanceTimeout: sessionTimeout,
-      heartbeatInterval: 300,
+      heartbeatInterval: options.heartbeatInterval ?? 300,
       maxWaitTime: options.maxWaitTime ?? 100,
       isolationLevel: options.isolation === 'read_uncommitted' ? FetchIsolationLevels.READ_UNCOMMITTED : FetchIsolationLevels.READ_COMMITTED,
     });
