@@ -35,6 +35,8 @@ export interface LivenessSource {
   /** Committed inputs written so far. */
   readonly committedWritten: number;
   realTopic(logical: string): string;
+  /** Whether an output or internal partition has an open transaction (LSO < HWM); null if the broker did not say. */
+  brokerSaysTransactionOpen(): Promise<boolean | null>;
 }
 
 export class PipelineLiveness {
@@ -144,17 +146,8 @@ export class PipelineLiveness {
     const holdingThroughout = () => [...held].filter((s) => s.current.alive && s.txnOpen);
     // Only a transaction that holds readers back counts: an empty one opened ahead of the next
     // batch blocks nobody (and the program's own word is not proof: the broker must show it).
-    if (!holdingThroughout().length || (await this.brokerSaysTransactionOpenAnywhere()) !== true) return [];
+    if (!holdingThroughout().length || (await this.src.brokerSaysTransactionOpen()) !== true) return [];
     const at = (this.src.attempt.elapsed() / 1000).toFixed(1);
     return holdingThroughout().map((s) => `${s.current.id} still holds a transaction open after the work was done (+${at} s): it never commits or aborts it`);
-  }
-
-  /** Whether any output or internal partition has an open transaction (LSO < HWM); null if the broker did not say. */
-  private async brokerSaysTransactionOpenAnywhere(): Promise<boolean | null> {
-    try {
-      return await this.src.progressTracker.probe.transactionOpen(this.src.lab.topics.filter((t) => t.role !== 'input').map((t) => this.src.realTopic(t.name)));
-    } catch {
-      return null; // the broker did not say (a restart): unknown
-    }
   }
 }

@@ -84,16 +84,11 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
       database: () => this.database,
       watchStages: () => attempt.options.mode !== 'run' && (attempt.phase === 'running' || attempt.phase === 'settling'),
       moved: () => this.supervisor.resetRestartCounts(),
-      transactionOpen: () => this.liveTransactionOpen(),
+      transactionOpen: () => this.liveness.liveTransactionOpen(),
     });
     this.supervisor = pipelineSupervisor(this);
     this.liveness = new PipelineLiveness(this);
     this.stallWatch = this.liveness.stallWatch;
-  }
-
-  /** Whether a live instance says (through our wrapper) that it holds a transaction open. */
-  private liveTransactionOpen(): boolean {
-    return this.liveness.liveTransactionOpen();
   }
 
   // ---- NemesisContext (what the fault handlers and the driver see) -----------------------------
@@ -396,7 +391,7 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
       // Input waiting and a live instance sitting on an open transaction: a wedge, not the end of
       // the work. Wait long enough for keeps-up to see it as the stall it is.
       // (Once a stall is on record, keeps-up has its evidence: no need to wait for another.)
-      if (this.committedWritten > progress.processed && this.liveTransactionOpen() && !this.liveness.stallFound) quietMs = Math.max(quietMs, STALL_BOUND_MS + 1_500);
+      if (this.committedWritten > progress.processed && this.liveness.liveTransactionOpen() && !this.liveness.stallFound) quietMs = Math.max(quietMs, STALL_BOUND_MS + 1_500);
       // A broker restart (this grade's or a parallel one's) is nobody's lack of progress.
       const quietSince = Math.max(progress.lastActivityAt, this.maintenance.lastDowntimeEndedAt);
       // Quiet after some work: its output counts too (offsets to the wrong place never show progress).
