@@ -1,11 +1,12 @@
 /**
- * npm run bench:grader [-- --runs N --quick-runs N --labs a,b --solutions-only --skip-starters --skip-commands --parallel N --sweep --first-seed S]
+ * npm run bench:grader [-- --runs N --quick-runs N --labs a,b --solutions-only --skip-starters --skip-commands --only REGEX --parallel N --sweep --first-seed S]
  * Grades every program of every lab (solution, starter, broken variants, command fixtures) N
  * times with seeds S..S+N-1 (S = 1 unless --first-seed), and the solution N more times with --quick,
  * then prints per program the verdict counts against what the lab folder expects, the median and
  * worst grade time, and the longest stall keeps-up saw (the measurement its bound comes from).
  * --sweep: every program gets both plans (default 20 full and 10 quick seeds), and each wrong
- * verdict prints the command that replays it.
+ * verdict prints the command that replays it. --only: the programs whose fixture name (solution,
+ * starter.platformatic, broken/x, cmd/y) matches the regular expression.
  * Prints figures; asserts nothing. With --parallel > 1 grades overlap (as in CI), so the times
  * include that contention; the header says so.
  */
@@ -30,6 +31,7 @@ const { values } = parseArgs({
     'solutions-only': { type: 'boolean', default: false },
     'skip-starters': { type: 'boolean', default: false },
     'skip-commands': { type: 'boolean', default: false },
+    only: { type: 'string' },
     parallel: { type: 'string', default: '1' },
     'failures-dir': { type: 'string', default: '.kafkaiq/bench-failures' },
   },
@@ -57,7 +59,8 @@ interface Row {
 const fixtures = (await labFixtures(labs))
   .filter((f) => !values['solutions-only'] || f.program.startsWith('solution'))
   .filter((f) => !values['skip-starters'] || f.program !== 'starter')
-  .filter((f) => !values['skip-commands'] || f.input.kind !== 'command');
+  .filter((f) => !values['skip-commands'] || f.input.kind !== 'command')
+  .filter((f) => !values.only || new RegExp(values.only).test(f.program));
 const rows: Row[] = [];
 const jobs: { row: Row; seed: number }[] = [];
 for (const fixture of fixtures) {
