@@ -122,3 +122,44 @@ describe('the 3-node cluster', () => {
     await admin.disconnect();
   }, 180_000);
 });
+
+describe('kafkajs 2.2.4 on a cluster (lesson 10.1.6)', () => {
+  /** Sends 100 transactions of 3 records to 3 partitions (one record each), back to back; counts the copies read_committed shows. */
+  async function copiesShown(onePartitionPerSend: boolean): Promise<{ records: number; duplicates: number }> {
+    const kafka = createKafka(cluster.brokers, 'kafkaiq-test');
+    const admin = kafka.admin();
+    const topic = uniqueName('kiq-three-node-leaders');
+    await admin.connect();
+    await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 3, replicationFactor: 3 }] });
+    const leaders = (await admin.fetchTopicMetadata({ topics: [topic] })).topics[0]!.partitions.map((p) => p.leader);
+    await admin.disconnect();
+    expect(new Set(leaders).size, `leaders ${leaders}`).toBe(3);
+    const producer = kafka.producer({ transactionalId: uniqueName('kiq-three-node-leaders-tx'), idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    try {
+      for (let t = 0; t < 100; t++) {
+        const messages = [0, 1, 2].map((partition) => ({ partition, key: `k${partition}`, value: `t${t}-p${partition}` }));
+        const txn = await producer.transaction();
+        if (onePartitionPerSend) for (const m of messages) await txn.send({ topic, messages: [m] });
+        else await txn.send({ topic, messages });
+        await txn.commit();
+      }
+    } finally {
+      await producer.disconnect();
+    }
+    const { records } = await readTopic(kafka, cluster.brokers, topic, { isolation: 'read_committed', timeoutMs: 30_000 });
+    return { records: records.length, duplicates: records.length - new Set(records.map((r) => r.value)).size };
+  }
+
+  it('commits a send() that spans three leaders exactly once when nothing fails, as it does one partition per send()', async () => {
+    // Lesson 10.1.6 once said such a send() duplicates records on a cluster even without faults
+    // (a measurement of the grader's seeder). Back-to-back transactions on the 3-node cluster show
+    // no duplicate either way, so the lesson now claims only this; its programs still send one
+    // partition per request, which keeps any retry to one leader.
+    const spanning = await copiesShown(false);
+    const onePerSend = await copiesShown(true);
+    console.log(`[three-node] 300 records each: ${spanning.duplicates} duplicates with one send() per transaction, ${onePerSend.duplicates} with one per partition`);
+    expect(spanning).toEqual({ records: 300, duplicates: 0 });
+    expect(onePerSend).toEqual({ records: 300, duplicates: 0 });
+  }, 180_000);
+});

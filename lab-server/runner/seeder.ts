@@ -181,10 +181,9 @@ export class InputWriter {
   private async sendAll(transaction: Transaction, txn: SeedTransaction): Promise<RecordMetadata[]> {
     const results: RecordMetadata[] = [];
     // One request per partition, one after the other. kafkajs sends a batch that spans several
-    // leaders as parallel requests, and when one of them fails with a retriable error (e.g.
-    // CONCURRENT_TRANSACTIONS from the coordinator) its retry can send another broker's part a
-    // second time, with new sequence numbers: duplicates inside the transaction. Measured on the
-    // 3-node cluster: 20-26 duplicates in 600 records sent 3 partitions at a time, 0 one at a time.
+    // leaders as parallel requests and retries them together; an early measurement here saw
+    // duplicates from that on the 3-node cluster, which tests/three-node.test.ts does not
+    // reproduce without faults. One leader per request keeps every retry to that leader.
     for (const [topic, records] of groupByTopic(txn.records)) {
       for (const partition of [...new Set(records.map((r) => r.partition))]) {
         results.push(

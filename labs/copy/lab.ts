@@ -3,13 +3,18 @@ import { defineLab } from '../../src/shared/lab.ts';
 // Kafka's own system test (tests/kafkatest/tests/core/transactions_test.py) copies one partition
 // transactionally while brokers and copiers are bounced. This lab is that scenario, graded.
 // The copier copies up to the end offset it saw at launch and exits; the grader restarts it, like a
-// supervisor would. It asks for its input position before initTransactions, and a read_committed
-// position waits while the group has offsets pending in an open transaction: after a crash (or
-// beside a frozen zombie) it can only go on once the broker aborts that transaction on timeout.
-// Hence a 6 s transaction timeout instead of the tool's 60 s (the broker sweeps every 2 s).
+// supervisor would. It runs in group mode with the group's metadata (KIP-447), as Kafka's test
+// does with use_group_metadata (--input-partition is required, and ignored there): assigned one
+// partition (without --group-mode), it asks for its input
+// position BEFORE initTransactions, so a frozen zombie woken before the replacement has fenced it
+// commits a batch the replacement then copies again (CI, seed 2137582132: 20 duplicates). In group
+// mode the position is read after initTransactions, when the partition is assigned. A read_committed
+// position waits while the group has offsets pending in an open transaction: after a crash it can
+// only go on once the broker aborts that transaction on timeout. Hence a 6 s transaction timeout
+// instead of the tool's 60 s (the broker sweeps every 2 s).
 const COPIER =
   "java -cp 'broker/lib/*' org.apache.kafka.tools.TransactionalMessageCopier --broker-list \"$KAFKA_BROKERS\" " +
-  '--input-topic "$INPUT_TOPIC" --input-partition 0 --output-topic "$OUTPUT_TOPIC" --consumer-group "$GROUP_ID" ' +
+  '--input-topic "$INPUT_TOPIC" --input-partition 0 --group-mode --use-group-metadata --output-topic "$OUTPUT_TOPIC" --consumer-group "$GROUP_ID" ' +
   '--transactional-id "$TRANSACTIONAL_ID" --transaction-size 20 --transaction-timeout 6000';
 // The session timeout is the one the lab gives kafkajs programs: with the Java default (45 s) a
 // restarted pipe waits for its killed predecessor to leave the group before it can read again.
