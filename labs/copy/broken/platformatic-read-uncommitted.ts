@@ -1,0 +1,128 @@
+// expect-fail: no-aborted-reads
+// @platformatic/kafka, the copy reference with one line changed: the consumer asks for
+// read_uncommitted. Everything else is exactly-once (one transaction per batch, offsets inside it,
+// fencing first), but the input holds records of aborted transactions, and those are copied too.
+import { Consumer, FetchIsolationLevels, Producer, stringDeserializers, stringSerializers, type Message, type MessagesStream } from '@platformatic/kafka';
+
+const env = (name: string): string => {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set`);
+  return value;
+};
+
+type Record = Message<string, string, string, string>;
+type Stream = MessagesStream<string, string, string, string>;
+
+const brokers = env('KAFKA_BROKERS').split(',');
+const inputTopic = env('INPUT_TOPIC');
+const outputTopic = env('OUTPUT_TOPIC');
+
+const producer = new Producer({
+  clientId: 'copier',
+  bootstrapBrokers: brokers,
+  idempotent: true,
+  transactionalId: env('TRANSACTIONAL_ID'),
+  serializers: stringSerializers,
+});
+const consumer = new Consumer({
+  clientId: 'copier',
+  groupId: env('GROUP_ID'),
+  bootstrapBrokers: brokers,
+  deserializers: stringDeserializers,
+  autocommit: false,
+  // The mistake: this client reads read_committed unless told otherwise, and this line tells it
+  // otherwise (as a throughput example might). Records of aborted input transactions come in too.
+  isolationLevel: FetchIsolationLevels.READ_UNCOMMITTED,
+});
+
+// Claim our transactional.id before reading any offset: InitProducerId (run by the first
+// beginTransaction) fences an older instance with this id and aborts its open transaction, so
+// the offsets we resume from are final. The empty transaction is only forgotten (cancel), since
+// the broker refuses to end a transaction that never wrote anything.
+await (await producer.beginTransaction()).cancel();
+
+/** Messages as they arrive, taken in batches. */
+function batches(stream: Stream) {
+  const queue: Record[] = [];
+  let wake: (() => void) | null = null;
+  let failure: unknown = null;
+  stream.on('data', (m: Record) => (queue.push(m), wake?.()));
+  stream.on('error', (err: unknown) => ((failure = err), wake?.()));
+  return async (): Promise<Record[]> => {
+    while (queue.length === 0 && !failure) await new Promise<void>((r) => (wake = r));
+    if (failure) throw failure;
+    return queue.splice(0, queue.length);
+  };
+}
+
+/** Reading from the group's committed offsets (this client asks for stable ones). */
+const open = () => consumer.consume({ topics: [inputTopic], mode: 'committed', fallbackMode: 'earliest', autocommit: false });
+
+/** Errors after which only a fresh start is safe: fenced, or a commit whose outcome is unknown. */
+class RestartNeeded extends Error {}
+
+/** The next offset to read per partition, as far as this process has committed. */
+const doneUpTo = new Map<number, bigint>();
+
+async function processBatch(batch: Record[]): Promise<void> {
+  const records = batch.filter((m) => m.offset >= (doneUpTo.get(m.partition) ?? 0n));
+  if (records.length === 0) return;
+  // A batch read in an older group generation belongs to partitions we may have lost: let the
+  // caller reopen the stream from the committed offsets instead.
+  if (records.some((m) => (m.metadata.consumer as { generationId: number }).generationId !== consumer.generationId)) throw new Error('rebalanced while reading');
+  const byPartition = new Map<number, Record[]>();
+  for (const m of records) byPartition.set(m.partition, [...(byPartition.get(m.partition) ?? []), m]);
+  const txn = await producer.beginTransaction();
+  let committing = false;
+  try {
+    // One send per partition: every request goes to one partition leader.
+    for (const [partition, msgs] of byPartition) {
+      await txn.send({ messages: msgs.map((m) => ({ topic: outputTopic, key: m.key, value: m.value, partition })) });
+    }
+    await txn.addConsumer(consumer);
+    // One TxnOffsetCommit per partition, carrying the generation the batch was read in (KIP-447).
+    // Sequentially: this client merges concurrent addOffset calls of one producer into one.
+    for (const msgs of byPartition.values()) await txn.addOffset(msgs.at(-1)!);
+    committing = true;
+    await txn.commit();
+  } catch (err) {
+    if (committing) throw new RestartNeeded(`commit outcome unknown: ${(err as Error).message}`);
+    await txn.abort().catch((abortErr: Error) => {
+      throw new RestartNeeded(`abort failed: ${abortErr.message}`);
+    });
+    throw err;
+  }
+  for (const [partition, msgs] of byPartition) doneUpTo.set(partition, msgs.at(-1)!.offset + 1n);
+  for (const [partition, msgs] of byPartition) console.log(`committed ${msgs.length} records from partition ${partition} up to offset ${msgs.at(-1)!.offset}`);
+}
+
+// Leave the group on SIGTERM, so a successor gets our partitions at once; an open transaction
+// is aborted by the successor's InitProducerId.
+const shutdown = async () => {
+  await consumer.close(true).catch(() => undefined);
+  await producer.close().catch(() => undefined);
+  process.exit(0);
+};
+process.on('SIGTERM', shutdown);
+process.on('SIGINT', shutdown);
+
+let stream = await open();
+let next = batches(stream);
+for (;;) {
+  try {
+    await processBatch(await next());
+  } catch (err) {
+    if (err instanceof RestartNeeded || /fenc|INVALID_PRODUCER_EPOCH/i.test(String((err as Error)?.message))) {
+      console.error(`${(err as Error).message}: restarting afresh`);
+      process.exit(1);
+    }
+    // Aborted for sure: read again from the committed offsets. The new stream opens before the old
+    // one closes, so the consumer stays subscribed and the group does not rebalance.
+    console.error(`batch aborted (${(err as Error).message}); reading again from the committed offsets`);
+    const old = stream;
+    stream = await open();
+    next = batches(stream);
+    old.removeAllListeners('data');
+    await old.close().catch(() => undefined); // the old stream may already have failed
+  }
+}
