@@ -57,6 +57,13 @@ const open = () => consumer.consume({ topics: [inputTopic], mode: 'committed', f
 /** Errors after which only a fresh start is safe: fenced, or a commit whose outcome is unknown. */
 class RestartNeeded extends Error {}
 
+/** The broker's error codes inside a client error (this client nests them in `errors`). */
+const why = (err: unknown): string => {
+  const e = err as { apiId?: string; message?: string; errors?: unknown[] };
+  const inner = [...new Set((e?.errors ?? []).map(why).filter(Boolean))];
+  return e?.apiId ?? (inner.length ? inner.join(', ') : String(e?.message ?? err));
+};
+
 /** The next offset to read per partition, as far as this process has committed. */
 const doneUpTo = new Map<number, bigint>();
 
@@ -108,7 +115,10 @@ for (;;) {
   try {
     await processBatch(await next());
   } catch (err) {
-    if (err instanceof RestartNeeded || /fenc|INVALID_PRODUCER_EPOCH/i.test(String((err as Error)?.message))) {
+    // A fenced producer fails every later send with "Producing messages failed.", the broker's
+    // code (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH) nested inside: look there, or the program
+    // aborts and retries forever (a zombie grade once showed 22,450 aborted records).
+    if (err instanceof RestartNeeded || /fenc|INVALID_PRODUCER_EPOCH|PRODUCER_FENCED/i.test(`${why(err)} ${(err as Error)?.message}`)) {
       console.error(`${(err as Error).message}: restarting afresh`);
       process.exit(1);
     }
