@@ -1,6 +1,6 @@
 import type { Kafka, KafkaMessage } from 'kafkajs';
 import { retry } from '../core/retry.ts';
-import { isRetriableKafkaError } from './group-offsets.ts';
+import { GRADER_KAFKA_RETRY } from './group-offsets.ts';
 import { createInternalCluster } from './internal-cluster.ts';
 
 // kafkajs's admin lists offsets read_committed only: its ListOffsets request leaves the isolation
@@ -41,7 +41,7 @@ async function listOffsets(cluster: any, topic: string, fromBeginning: boolean):
       const [result] = await cluster.fetchTopicsOffset([{ topic, fromBeginning, partitions }]);
       return new Map<number, number>(result.partitions.map((p: { partition: number; offset: string }) => [p.partition, Number(p.offset)]));
     },
-    { retries: 10, minDelayMs: 200, maxDelayMs: 2_000, shouldRetry: isRetriableKafkaError },
+    GRADER_KAFKA_RETRY,
   );
 }
 

@@ -22,7 +22,7 @@
 import type { Admin, Kafka } from 'kafkajs';
 import type { CheckResult, FaultRecord } from '../../../src/shared/report.ts';
 import { retry } from '../../core/retry.ts';
-import { isRetriableKafkaError } from '../../kafka/group-offsets.ts';
+import { GRADER_KAFKA_RETRY } from '../../kafka/group-offsets.ts';
 import { decodeTransactionLogRecord, TRANSACTION_STATE_TOPIC, type TransactionLogValue } from '../../kafka/transaction-log.ts';
 import { capEvidence } from './evidence.ts';
 
@@ -76,7 +76,7 @@ export function findTimeoutAborts(transactionalId: string, values: readonly Tran
  * on a 3-node cluster a node may just have been killed (its partitions not yet moved): retried.
  */
 function offsetsOfTransactionLog(admin: Admin) {
-  return retry(() => admin.fetchTopicOffsets(TRANSACTION_STATE_TOPIC), { retries: 10, minDelayMs: 200, maxDelayMs: 2_000, shouldRetry: isRetriableKafkaError });
+  return retry(() => admin.fetchTopicOffsets(TRANSACTION_STATE_TOPIC), GRADER_KAFKA_RETRY);
 }
 
 export class TransactionTimeoutWatch {

@@ -71,10 +71,16 @@ export class PipelineLiveness {
    * nothing has moved for STUCK_AGAIN_MS (the broker up, nobody paused). The grade goes on at once.
    */
   stuckAgain(): boolean {
-    const { maintenance, supervisor, progressTracker, committedWritten } = this.src;
+    const { maintenance, progressTracker, committedWritten } = this.src;
     if (!this.stallFound || !this.liveTransactionOpen() || committedWritten <= progressTracker.processed) return false;
-    if (maintenance.isDown || supervisor.zombies.size > 0 || [...supervisor.slots.values()].some((s) => s.current.state === 'paused')) return false;
+    if (maintenance.isDown || this.anInstanceIsPaused()) return false;
     return Date.now() - Math.max(progressTracker.lastActivityAt, progressTracker.lastStartAt, maintenance.lastDowntimeEndedAt) >= STUCK_AGAIN_MS;
+  }
+
+  /** A zombie frozen by a fault, or an instance paused past its session timeout. */
+  private anInstanceIsPaused(): boolean {
+    const { supervisor } = this.src;
+    return supervisor.zombies.size > 0 || [...supervisor.slots.values()].some((s) => s.current.state === 'paused');
   }
 
   /** Whether a live instance says (through our wrapper) that it holds a transaction open. */
@@ -93,11 +99,11 @@ export class PipelineLiveness {
    * is frozen, or a restart or rebalance is still within the group's session and rebalance timeouts.
    */
   holdReason(): string | null {
-    const { maintenance, supervisor, progressTracker } = this.src;
+    const { maintenance, progressTracker } = this.src;
     if (maintenance.isDown) return 'broker down';
     const now = Date.now();
     if (now - maintenance.lastDowntimeEndedAt < this.rebalanceMs) return 'broker just back';
-    if (supervisor.zombies.size > 0 || [...supervisor.slots.values()].some((s) => s.current.state === 'paused')) return 'an instance is paused';
+    if (this.anInstanceIsPaused()) return 'an instance is paused';
     // The broker shows an open transaction no live instance says it holds (a --cmd program cannot
     // say): one a stopped instance left, which blocks readers and pending offsets until the
     // coordinator aborts it at its timeout. Kafka Streams waits for exactly that after a crash.
