@@ -61,6 +61,29 @@ describe('keeps-up', () => {
     expect(checkKeepsUp(watch.stalls, watch.boundMs, watch.longestMs)).toMatchObject({ passed: true, evidence: [] });
   });
 
+  it('counts a commit the wrapper reports as progress, and a loop of aborts as none', async () => {
+    const committing = source();
+    const watch = new StallWatch(committing, 150);
+    for (let i = 0; i < 8; i++) {
+      watch.noteEvent('i1', { t: 'call', point: 'after:commit', txnOpen: false });
+      watch.poll();
+      await sleep(40);
+    }
+    expect(watch.stalls).toEqual([]);
+    // Aborting every transaction moves the output (records, then an abort marker) and commits
+    // nothing: the source's activity stays put (pipeline-liveness counts only committed offsets).
+    const aborting = source();
+    const livelock = new StallWatch(aborting, 150);
+    for (let i = 0; i < 8; i++) {
+      livelock.noteEvent('i1', { t: 'call', point: 'after:send', txnOpen: true });
+      livelock.noteEvent('i1', { t: 'call', point: 'after:abort', txnOpen: false });
+      livelock.poll();
+      await sleep(40);
+    }
+    expect(livelock.stalls).toHaveLength(1);
+    expect(checkKeepsUp(livelock.stalls, livelock.boundMs, livelock.longestMs).evidence.join('\n')).toMatch(/i1 last reached after:abort/);
+  });
+
   it('one stretch is one stall, a second stretch after progress is another', async () => {
     const src = source();
     const watch = new StallWatch(src, 60);

@@ -35,6 +35,8 @@ export interface LivenessSource {
   /** Committed inputs written so far. */
   readonly committedWritten: number;
   realTopic(logical: string): string;
+  /** Whether the program runs inside our wrapper (reports its calls), not as an opaque command. */
+  wrapped(): boolean;
   /** Whether an output or internal partition has an open transaction (LSO < HWM); null if the broker did not say. */
   brokerSaysTransactionOpen(): Promise<boolean | null>;
 }
@@ -49,7 +51,12 @@ export class PipelineLiveness {
       {
         elapsed: () => src.attempt.elapsed(),
         waiting: () => src.committedWritten - src.progressTracker.processed,
-        lastActivityAt: () => Math.max(src.progressTracker.lastActivityAt, src.progressTracker.lastStartAt),
+        // Output that moves is progress only where the broker is all we can see (a --cmd program):
+        // a wrapped program stuck aborting every transaction moves its output and commits nothing.
+        lastActivityAt: () => {
+          const progress = src.progressTracker;
+          return Math.max(src.wrapped() ? progress.processedMovedAt : progress.lastActivityAt, progress.lastStartAt);
+        },
         holdReason: () => this.holdReason(),
       },
       STALL_BOUND_MS,

@@ -42,6 +42,11 @@ export class PipelineProgress {
   processed = 0;
   /** When the program last showed progress (or was started). */
   lastActivityAt = Date.now();
+  /**
+   * When `processed` last moved: offsets (or database rows) committed. Unlike output, which an
+   * abort moves as much as a commit (records, then an abort marker), this is progress for sure.
+   */
+  processedMovedAt = 0;
   /** When the output topics' ends last moved (or an output transaction opened or closed). */
   outputMovedAt = 0;
   /** Whether an output partition has an open transaction (LSO < HWM), as of the last poll. */
@@ -111,7 +116,7 @@ export class PipelineProgress {
         processed = Math.max(processed, await database.appliedCount(committed).catch(() => 0));
       }
       if (processed !== this.processed) {
-        this.lastActivityAt = Date.now();
+        this.lastActivityAt = this.processedMovedAt = Date.now();
         this.src.moved();
       }
       this.processed = processed;

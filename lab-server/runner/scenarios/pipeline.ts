@@ -96,6 +96,11 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
   get driver() {
     return this.attempt.driver;
   }
+
+  wrapped(): boolean {
+    return this.attempt.driver.kind === 'instrumented';
+  }
+
   get brokers() {
     return this.attempt.options.brokers;
   }

@@ -15,7 +15,11 @@ export interface StallSource {
   elapsed(): number;
   /** Committed inputs written and not yet accounted for by the program. */
   waiting(): number;
-  /** When the program last showed progress (offsets, output, a commit). */
+  /**
+   * When the program last made progress the broker shows: offsets committed, a start, and for a
+   * program without our wrapper its output moving. (For a wrapped program output alone is not
+   * progress: a loop of aborted transactions moves it too; its commits are, see noteEvent.)
+   */
   lastActivityAt(): number;
   /** A reason the program may not progress right now that is not its own doing, or null. */
   holdReason(): string | null;
@@ -31,6 +35,11 @@ export interface Stall {
 }
 
 const LINES_KEPT = 3;
+/**
+ * Crash points a wrapped program reaches only when a commit succeeded. (The program could forge
+ * them over its channel; that would only hide a stall from keeps-up, never a duplicate or a loss.)
+ */
+const COMMIT_POINTS = new Set<string>(['after:commit', 'after:commitOffsets', 'after:db-commit']);
 
 export class StallWatch {
   readonly stalls: Stall[] = [];
@@ -47,8 +56,12 @@ export class StallWatch {
     readonly boundMs: number,
   ) {}
 
-  /** An instrumented call (or failure) of an instance, for the evidence. */
+  /** When a wrapped program last reported a commit that succeeded (a transaction, offsets, a database). */
+  private lastCommitAt = 0;
+
+  /** An instrumented call (or failure) of an instance: a commit is progress; the rest is evidence. */
   noteEvent(instance: string, event: ChildEvent): void {
+    if (event.t === 'call' && COMMIT_POINTS.has(event.point)) this.lastCommitAt = Date.now();
     const at = `+${(this.src.elapsed() / 1000).toFixed(1)} s`;
     if (event.t === 'call') this.lastCall.set(instance, `${instance} last reached ${event.point} at ${at}${event.txnOpen ? ' (transaction open)' : ''}`);
     else if (event.t === 'failed') this.lastCall.set(instance, `${instance}'s last call, ${event.op}, failed at ${at}: ${event.error.slice(0, 160)}${event.txnOpen ? ' (its transaction is still open)' : ''}`);
@@ -64,7 +77,7 @@ export class StallWatch {
   /** How long the current unheld stretch without progress has lasted, or null if there is none. */
   developingMs(): number | null {
     if (this.src.waiting() <= 0 || this.src.holdReason()) return null;
-    return Date.now() - Math.max(this.since, this.src.lastActivityAt());
+    return Date.now() - this.lastProgressAt();
   }
 
   /** Called on every progress poll while the program runs under the plan. */
@@ -77,7 +90,7 @@ export class StallWatch {
       this.since = now;
       return;
     }
-    const since = Math.max(this.since, this.src.lastActivityAt());
+    const since = this.lastProgressAt();
     if (since > (this.open ? this.openedAt : -Infinity)) this.close();
     const quietMs = now - since;
     this.longestMs = Math.max(this.longestMs, quietMs);
@@ -98,6 +111,10 @@ export class StallWatch {
   }
 
   private openedAt = 0;
+
+  private lastProgressAt(): number {
+    return Math.max(this.since, this.src.lastActivityAt(), this.lastCommitAt);
+  }
 
   private close(): void {
     this.open = null;
