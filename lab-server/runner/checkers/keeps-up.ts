@@ -10,12 +10,14 @@ import { capEvidence } from './evidence.ts';
 
 const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
-export function checkKeepsUp(stalls: readonly Stall[], boundMs: number, longestMs: number): CheckResult {
+/** longestEndMs: when the longest pause ended, so a pause near the bound can be found in the timeline. */
+export function checkKeepsUp(stalls: readonly Stall[], boundMs: number, longestMs: number, longestEndMs?: number): CheckResult {
   if (!stalls.length) {
+    const when = longestEndMs !== undefined && longestMs >= 1_000 ? `, until +${secs(longestEndMs)}` : '';
     return {
       name: 'keeps-up',
       passed: true,
-      summary: `the program kept up: its longest pause with input waiting and nothing holding it was ${secs(longestMs)} (a stall is over ${secs(boundMs)})`,
+      summary: `the program kept up: its longest pause with input waiting and nothing holding it was ${secs(longestMs)}${when} (a stall is over ${secs(boundMs)})`,
       evidence: [],
     };
   }

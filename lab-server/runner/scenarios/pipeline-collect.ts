@@ -36,7 +36,7 @@ export async function collectPipeline(scenario: PipelineParts): Promise<Outcome>
     extraChecks: [
       ...(scenario.throughput ? [scenario.throughput.check] : []),
       ...(timeoutCheck ? [timeoutCheck] : []),
-      checkKeepsUp(scenario.stallWatch.stalls, scenario.stallWatch.boundMs, scenario.stallWatch.longestMs),
+      checkKeepsUp(scenario.stallWatch.stalls, scenario.stallWatch.boundMs, scenario.stallWatch.longestMs, scenario.stallWatch.longestEndMs),
       // Labs that call the lab API: the effects it applied, against what the committed inputs ask for.
       ...(scenario.api && lab.api ? checkApiEffects({ api: lab.api, effects: scenario.api.effects, inputs, faults: history.faults, startedAt: attempt.startedAt }) : []),
       // Saga labs: each started saga, as the effects of its order.

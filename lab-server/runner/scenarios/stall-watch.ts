@@ -45,6 +45,8 @@ export class StallWatch {
   readonly stalls: Stall[] = [];
   /** Longest unheld stretch without progress while input waited (ms), below the bound or not. */
   longestMs = 0;
+  /** When that stretch ended (or was last seen going on), ms since the attempt started. */
+  longestEndMs = 0;
   private since = Date.now();
   private open: Stall | null = null;
   private readonly lastCall = new Map<string, string>();
@@ -93,7 +95,10 @@ export class StallWatch {
     const since = this.lastProgressAt();
     if (since > (this.open ? this.openedAt : -Infinity)) this.close();
     const quietMs = now - since;
-    this.longestMs = Math.max(this.longestMs, quietMs);
+    if (quietMs >= this.longestMs) {
+      this.longestMs = quietMs;
+      this.longestEndMs = this.src.elapsed();
+    }
     if (quietMs <= this.boundMs) return;
     if (!this.open) {
       this.openedAt = since;
