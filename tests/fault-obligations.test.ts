@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { CrashPoint, FaultRecord } from '../src/shared/report.ts';
 import type { PlannedFault } from '../lab-server/runner/fault-plan.ts';
-import { FaultObligations, MAX_FAULT_TRIES } from '../lab-server/runner/scenarios/fault-obligations.ts';
+import { FaultObligations, MAX_DISTURBED_TRIES, MAX_FAULT_TRIES } from '../lab-server/runner/scenarios/fault-obligations.ts';
 
 const kill = (attempt = 1): PlannedFault => ({ kind: 'kill', instance: 1, crashPoint: 'after:commit', points: ['after:commit'], occurrence: 1, delayMs: 0, attempt });
 const record = (landed: 'at-point' | 'fallback', crashPoint?: CrashPoint): FaultRecord => ({
@@ -25,6 +25,21 @@ describe('faults are obligations', () => {
     expect(queue).toEqual([{ ...kill(), kind: 'stop' }]);
     expect(o.missed()).toHaveLength(1);
     expect(o.inconclusiveMessage()).toMatch(/kill at after:commit \(i1, after 3 tries\)/);
+  });
+
+  it('does not count a fallback the program had no chance at (it crashed, or the broker was down), a bounded number of times', () => {
+    const o = new FaultObligations(new Set<CrashPoint>(['after:commit']), () => {});
+    const queue: PlannedFault[] = [];
+    o.settle(kill(), [record('fallback')], queue, true, true);
+    expect(queue).toMatchObject([{ attempt: 1, disturbed: 1 }]);
+    for (let d = 2; d <= MAX_DISTURBED_TRIES; d++) o.settle(queue.shift()!, [record('fallback')], queue, true, true);
+    expect(queue).toMatchObject([{ attempt: 1, disturbed: MAX_DISTURBED_TRIES }]);
+    // Past the bound a disturbed fallback counts like any other: the plan still ends.
+    o.settle(queue.shift()!, [record('fallback')], queue, true, true);
+    expect(queue).toMatchObject([{ attempt: 2, disturbed: MAX_DISTURBED_TRIES }]);
+    for (let t = 2; t <= MAX_FAULT_TRIES; t++) o.settle(queue.shift()!, [record('fallback')], queue, true, true);
+    expect(queue).toEqual([]);
+    expect(o.inconclusiveMessage()).toMatch(/after 3 tries/);
   });
 
   it('is satisfied once the owed fault lands on its point', () => {

@@ -56,6 +56,8 @@ export class MaintenanceLock {
    */
   downtimeMs = 0;
   lastDowntimeEndedAt = 0;
+  /** When the last exclusive section began (the broker went down). */
+  lastDowntimeBeganAt = 0;
 
   /** True while an exclusive section runs (a broker restart in progress). */
   get isDown(): boolean {
@@ -69,7 +71,7 @@ export class MaintenanceLock {
     let began = 0;
     try {
       while (this.shared > 0) await new Promise<void>((resolve) => this.waiters.push(resolve));
-      began = Date.now();
+      began = this.lastDowntimeBeganAt = Date.now();
       return await fn();
     } finally {
       if (began) {

@@ -27,6 +27,8 @@ export interface PlannedFault {
   points?: readonly CrashPoint[];
   /** 1 for the planned injection; 2, 3, ... when an owed fault is armed again. */
   attempt?: number;
+  /** Injections of this fault that fell back while the program was restarting or the broker down: not counted as tries. */
+  disturbed?: number;
   /** Fire at the n-th time the program reaches the point after arming. */
   occurrence: number;
   /** Logical topic: only calls for writes to it count (aims the crash point at one stage). */

@@ -65,6 +65,8 @@ export class Supervisor {
   restarts = 0;
   /** Exits the program made on its own (not the grader's doing). */
   selfExits = 0;
+  /** When the last of those exits happened (epoch ms). */
+  lastSelfExitAt = 0;
   private stopped = false;
   /** Set once the attempt winds down (stopAll, or the attempt's own flag): no more restarts. */
   get stopping(): boolean {
@@ -173,6 +175,7 @@ export class Supervisor {
     if (this.stopping || this.expectedExits.has(instance) || this.zombies.has(instance) || slot.current !== instance) return;
     // A program that exits on its own is restarted, as a supervisor (systemd, Kubernetes) would.
     this.selfExits++;
+    this.lastSelfExitAt = Date.now();
     const restart = this.policy(slot, code, signal);
     if (!restart) return;
     this.pending++;

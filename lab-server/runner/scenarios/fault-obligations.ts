@@ -17,6 +17,13 @@ import type { PlannedFault } from '../fault-plan.ts';
 
 /** Injections per aimed fault, the planned one included. */
 export const MAX_FAULT_TRIES = 3;
+/**
+ * Fallbacks that do not count as tries, per fault: the program crashed on its own or the broker
+ * was down while the fault waited for its point (another grade's broker restart can make a correct
+ * client give up and exit). The arm died with that incarnation; the program had no chance to reach
+ * the point. Bounded, so a program that crashes every time still ends its plan.
+ */
+export const MAX_DISTURBED_TRIES = 3;
 
 export interface UnlandedFault {
   kind: PlannedFault['kind'];
@@ -43,7 +50,7 @@ export class FaultObligations {
    * After an injection: `records` are the fault records it added. A fallback of a reachable point
    * goes back to the front of the queue; of a point never seen yet, to the end (once).
    */
-  settle(fault: PlannedFault, records: readonly FaultRecord[], queue: PlannedFault[], inputLeft: boolean): void {
+  settle(fault: PlannedFault, records: readonly FaultRecord[], queue: PlannedFault[], inputLeft: boolean, disturbed = false): void {
     const record = records.find((r) => r.aimedAt);
     if (!fault.points?.length || !record) return; // not aimed, or a driver that cannot aim (--cmd)
     if (record.landed === 'at-point') {
@@ -53,6 +60,12 @@ export class FaultObligations {
     const tries = fault.attempt ?? 1;
     const aimed = { kind: fault.kind, points: fault.points };
     const stop = (reason: UnlandedFault['reason']) => void this.unlanded.push({ ...aimed, instance: fault.instance, tries, reason });
+    const uncounted = fault.disturbed ?? 0;
+    if (disturbed && uncounted < MAX_DISTURBED_TRIES && inputLeft && this.isReachable(fault.points)) {
+      queue.unshift({ ...fault, disturbed: uncounted + 1 });
+      this.system(`${describe(aimed)} fell back while the program was restarting or the broker was down: not counted as a try, arming it again.`);
+      return;
+    }
     if (tries >= MAX_FAULT_TRIES) return stop('tries');
     if (!inputLeft) return stop('input');
     const next = { ...fault, attempt: tries + 1 };

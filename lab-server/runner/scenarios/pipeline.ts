@@ -343,10 +343,12 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
       // group is stable again, so the instance it targets owns partitions when the wave arrives.
       if (multi) await this.waitForStableGroup(Math.min(12_000, attempt.deadline - Date.now()));
       const recordedBefore = attempt.history.faults.length;
+      const armedAt = Date.now();
       await injectFault(this, fault, this.nextWave());
       this.liveness.faultEnded(fault.kind);
-      if (fault.attempt === 1) this.faultsDone++;
-      this.obligations.settle(fault, attempt.history.faults.slice(recordedBefore), queue, waves.length > 0);
+      if (fault.attempt === 1 && !fault.disturbed) this.faultsDone++;
+      const records = attempt.history.faults.slice(recordedBefore);
+      this.obligations.settle(fault, records, queue, waves.length > 0, this.lostItsChance(fault, armedAt, records));
       await this.progressTracker.waitFor(this.committedWritten, Math.min(15_000, attempt.deadline - Date.now()), () => this.liveness.stuckAgain());
       await this.liveness.letStallShow();
     }
@@ -372,6 +374,22 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
         system: (line) => this.system(line),
       }),
     );
+  }
+
+  /**
+   * Whether the program lost its chance at an aimed fault's point between arming and firing: it
+   * exited on its own (the arm died with that incarnation), or the broker was down (the fault's own
+   * downtime aside). Such a fallback is not counted as a try (fault-obligations.ts).
+   */
+  private lostItsChance(fault: PlannedFault, armedAt: number, records: readonly FaultRecord[]): boolean {
+    const fired = records.find((r) => r.aimedAt);
+    if (!fault.points?.length || !fired) return false;
+    const firedAt = Date.now() - this.attempt.elapsed() + fired.atMs;
+    const exited = this.supervisor.lastSelfExitAt >= armedAt && this.supervisor.lastSelfExitAt <= firedAt;
+    const brokerFault = fault.kind === 'broker-restart' || fault.kind === 'coordinator-kill';
+    const m = this.maintenance;
+    const down = !brokerFault && m.lastDowntimeBeganAt <= firedAt && (m.isDown || m.lastDowntimeEndedAt >= armedAt);
+    return exited || down;
   }
 
   /** Multi-instance labs: waits until the group is Stable with one member per running slot. */
