@@ -22,6 +22,8 @@ export const STALL_BOUND_MS = 12_000;
  * would only repeat the finding, and the learner waits for the verdict.
  */
 const STUCK_AGAIN_MS = 3_000;
+/** An open output transaction whose LSO has not moved for this long is taken as pinned (see holdReason). */
+const LSO_PINNED_MS = 2_000;
 /** Faults that do not make the group rebalance or the program restart: they hold nothing. */
 const HOLDS_NOTHING = new Set<FaultKind>(['send-error']);
 
@@ -114,7 +116,10 @@ export class PipelineLiveness {
     // The broker shows an open transaction no live instance says it holds (a --cmd program cannot
     // say): one a stopped instance left, which blocks readers and pending offsets until the
     // coordinator aborts it at its timeout. Kafka Streams waits for exactly that after a crash.
-    if (progressTracker.outputOpen && !this.liveTransactionOpen()) return "a stopped instance's transaction is still open";
+    // Such a transaction pins its LSO: an LSO that keeps moving is a live program's own writes and
+    // aborts (its wrapper may not count a transaction whose sends all failed as open), no hold.
+    const pinned = now - progressTracker.lsoMovedAt >= LSO_PINNED_MS;
+    if (progressTracker.outputOpen && pinned && !this.liveTransactionOpen()) return "a stopped instance's transaction is still open";
     if (now - Math.max(this.lastHoldAt, progressTracker.lastStartAt) < this.rebalanceMs) return 'a rebalance or restart is pending';
     return null;
   }

@@ -51,6 +51,13 @@ export class PipelineProgress {
   outputMovedAt = 0;
   /** Whether an output partition has an open transaction (LSO < HWM), as of the last poll. */
   outputOpen = false;
+  /**
+   * When the output partitions' LSOs last moved. A transaction a stopped instance left open pins
+   * its LSO until the coordinator aborts it; a live program writing and aborting again and again
+   * moves the LSO on every abort.
+   */
+  lsoMovedAt = 0;
+  private lsoSignature = '';
   /** When an instance last started (a restarted program has not worked on anything yet). */
   lastStartAt = 0;
   private outputSignature = '';
@@ -145,6 +152,11 @@ export class PipelineProgress {
     const ends = await Promise.all(outputs.map((t) => this.probe.offsets(this.src.realTopic(t.name))));
     const signature = JSON.stringify(ends.map((offsets) => offsets.map((p) => [p.lso, p.hwm])));
     this.outputOpen = ends.some((offsets) => offsets.some((p) => p.lso < p.hwm));
+    const lsos = JSON.stringify(ends.map((offsets) => offsets.map((p) => p.lso)));
+    if (lsos !== this.lsoSignature) {
+      this.lsoSignature = lsos;
+      this.lsoMovedAt = Date.now();
+    }
     if (signature === this.outputSignature) return;
     const first = this.outputSignature === '';
     this.outputSignature = signature;
