@@ -7,7 +7,7 @@
  * --sweep: every program gets both plans (default 20 full and 10 quick seeds), and each wrong
  * verdict prints the command that replays it. --only: the programs whose fixture name (solution,
  * starter.platformatic, broken/x, cmd/y) matches the regular expression.
- * Wrong verdicts, and right ones whose longest pause passed half keeps-up's bound, leave their
+ * Wrong verdicts, and passes whose longest pause passed half keeps-up's bound, leave their
  * report in --failures-dir (.kafkaiq/bench-failures).
  * Prints figures; asserts nothing. With --parallel > 1 grades overlap (as in CI), so the times
  * include that contention; the header says so.
@@ -123,7 +123,7 @@ await Promise.all(
         if (report.stats.longestStallMs !== undefined) row.stalls.push(report.stats.longestStallMs);
         // A right verdict whose longest pause came near keeps-up's bound is kept too: it is the
         // measurement the bound rests on, and the timeline shows what the program was waiting for.
-        const nearStall = judged.ok && (report.stats.longestStallMs ?? 0) > STALL_BOUND_MS / 2;
+        const nearStall = judged.ok && row.fixture.expect === 'pass' && (report.stats.longestStallMs ?? 0) > STALL_BOUND_MS / 2;
         if (nearStall) saveReport(row, seed, report, tail, 'near-stall');
         if (judged.ok) row.right++;
         else {
