@@ -12,13 +12,15 @@ import type { SeedTransaction } from '../seeder.ts';
 import type { Slot } from '../supervisor.ts';
 import type { DriverContext, ProgramDriver } from './contract.ts';
 
+/** How long a fault waits for a (re)started opaque program to take up its wave: boot, rejoin, a first poll. */
+const BOOT_AND_REJOIN_MS = 20_000;
+const committedRecords = (wave: readonly SeedTransaction[]) => wave.filter((t) => t.commit).reduce((n, t) => n + t.records.length, 0);
+
 export class OpaqueDriver implements ProgramDriver {
   readonly kind = 'opaque';
   // A --cmd program (a JVM, say) restarts in seconds after every fault, and Kafka's copier also
   // exits whenever it reaches the end it saw at launch: it gets twice the lab's limit.
   readonly limitFactor = 2;
-  /** Whether the program was ever caught with a transaction open. */
-  private transactionsSeen = false;
 
   constructor(readonly source: ProgramSource & { kind: 'command' }) {}
 
@@ -29,46 +31,40 @@ export class OpaqueDriver implements ProgramDriver {
 
   async armAndWrite(ctx: DriverContext, slot: Slot, _fault: PlannedFault, _action: ArmAction, wave: SeedTransaction[]) {
     const instance = slot.current;
-    await ctx.writeWave(wave);
-    // Without our wrapper the broker tells us when a transaction is open. A program may have
-    // finished the wave before we looked (Kafka's copier copies 20 records in well under a
-    // second), or still be starting (a JVM): then fresh input gives it another. (Only for a
-    // program seen in a transaction before, or one that has processed nothing yet, so may still
-    // be booting: on a loaded machine a JVM can take longer than the first fault's wait, and a
-    // driver that then gave up on it missed every later fault too (CI, seed 1611549918: no fault
-    // inside a transaction, inconclusive). A program without transactions, a console pipe say,
-    // has processed input by then and is not waited for again.)
-    if (!(await this.waitForOpenTransaction(ctx, 3_000)) && (this.transactionsSeen || ctx.processed === 0)) {
-      const spare = ctx.nextWave();
-      if (spare.length) await ctx.writeWave(spare);
-      await this.waitForOpenTransaction(ctx, spare.length ? 8_000 : 2_000);
+    // Without our wrapper the broker tells us when a transaction is open. Wait for that while the
+    // program has not handled the wave yet: a JVM restarted after a fault takes seconds to boot,
+    // and in a group it gets its partition only once the killed member's session has expired (10 s
+    // for Kafka's copier), so a fixed short wait fired most faults into an idle process (CI: no
+    // fault inside a transaction, inconclusive). A program that handled the wave before we caught
+    // it in a transaction (the copier copies 20 records in well under a second) gets one more.
+    // A program without transactions (a console pipe) handles both waves and gets the fault.
+    let next = wave;
+    for (let chance = 1; chance <= 2 && next.length; chance++) {
+      const handledAt = (await ctx.freshProcessed()) + committedRecords(next);
+      await ctx.writeWave(next);
+      if (await this.waitForOpenTransaction(ctx, BOOT_AND_REJOIN_MS, () => ctx.processed >= handledAt)) break;
+      if (ctx.processed < handledAt) break; // still not handled: the fault lands as it is
+      next = ctx.nextWave();
     }
     return { instance, event: null };
   }
 
-  /** Polls the output partitions until one has an open transaction (LSO < HWM), or the time is up. */
-  private async waitForOpenTransaction(ctx: DriverContext, timeoutMs: number): Promise<boolean> {
+  /** Polls the output partitions until one has an open transaction (LSO < HWM), or the time is up, or `done`. */
+  private async waitForOpenTransaction(ctx: DriverContext, timeoutMs: number, done: () => boolean): Promise<boolean> {
     const until = Date.now() + timeoutMs;
-    while (Date.now() < until) {
-      if (await this.lookForOpenTransaction(ctx)) return true;
+    while (Date.now() < until && !done()) {
+      if (await ctx.brokerSaysTransactionOpen()) return true;
       await sleep(2);
     }
     return false;
   }
 
   openTransactionNow(ctx: DriverContext): Promise<boolean | null> {
-    return this.lookForOpenTransaction(ctx);
+    return ctx.brokerSaysTransactionOpen();
   }
 
   anyTransactionOpen(ctx: DriverContext): Promise<boolean | null> {
-    return this.lookForOpenTransaction(ctx);
-  }
-
-  /** Asks the broker, and remembers a program caught in a transaction whoever asked. */
-  private async lookForOpenTransaction(ctx: DriverContext): Promise<boolean | null> {
-    const open = await ctx.brokerSaysTransactionOpen();
-    if (open === true) this.transactionsSeen = true;
-    return open;
+    return ctx.brokerSaysTransactionOpen();
   }
 
   /** No IPC: a short wait stands in for the event. */
