@@ -22,6 +22,8 @@ export const STALL_BOUND_MS = 12_000;
  * would only repeat the finding, and the learner waits for the verdict.
  */
 const STUCK_AGAIN_MS = 3_000;
+/** The extra time a restart of a --cmd program may rightly take (see rebalanceMs). */
+const OPAQUE_START_MS = 20_000;
 /** An open output transaction whose LSO has not moved for this long is taken as pinned (see holdReason). */
 const LSO_PINNED_MS = 2_000;
 /** Faults that do not make the group rebalance or the program restart: they hold nothing. */
@@ -97,10 +99,16 @@ export class PipelineLiveness {
     return [...this.src.supervisor.slots.values()].some((s) => s.current.alive && s.txnOpen);
   }
 
-  /** The lab's session + rebalance timeouts (capped): how long a restart or rebalance may rightly take. */
+  /**
+   * The lab's session + rebalance timeouts (capped): how long a restart or rebalance may rightly
+   * take. A --cmd program does not get the lab's kafkajs settings: a JVM boots for seconds and its
+   * consumer has timeouts of its own (Kafka's copier: a 10 s session, whose killed member a
+   * restarted copier waits out), so it gets OPAQUE_START_MS more (bench: the copier's first start
+   * took 16 s with 3 grades at a time).
+   */
   private get rebalanceMs(): number {
     const { sessionTimeout = 30_000, rebalanceTimeout = 60_000 } = this.src.lab.kafkajs.consumer;
-    return Math.min(sessionTimeout, 30_000) + Math.min(rebalanceTimeout, 30_000);
+    return Math.min(sessionTimeout, 30_000) + Math.min(rebalanceTimeout, 30_000) + (this.src.wrapped() ? 0 : OPAQUE_START_MS);
   }
 
   /**
