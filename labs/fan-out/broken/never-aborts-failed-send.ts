@@ -6,7 +6,7 @@
 // handler exits only when fenced: the process stays alive, connected and idle with input waiting.
 // Like most services it also does other work (here a status line every 5 s; in production a metrics
 // or health endpoint), which keeps the process up after its consumer has stopped. (Without it the
-// process may exit by itself once the broker closes the idle producer's connections, and a
+// process may exit by itself once its consumer has disconnected, and a
 // supervisor's restart hides the wedge: a grade could then pass.)
 import { Kafka, type EachBatchPayload, type KafkaMessage } from 'kafkajs';
 

@@ -4,8 +4,8 @@
 // already an ongoing transaction"): the program is alive, connected and doing nothing, with input
 // waiting, until something restarts it. Like most services it also does other work (here a status
 // line every 5 s; in production a metrics or health endpoint), which keeps the process up after its
-// consumer has stopped. (Without it the process may exit by itself once the broker closes the idle
-// producer's connections, and a supervisor's restart hides the wedge: a grade could then pass.)
+// consumer has stopped. (Without it the process may exit by itself once its consumer has
+// disconnected, and a supervisor's restart hides the wedge: a grade could then pass.)
 import { Kafka } from 'kafkajs';
 
 const groupId = process.env.GROUP_ID!;
