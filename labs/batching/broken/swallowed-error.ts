@@ -1,7 +1,9 @@
 // expect-fail: no-loss
 // Fast, but a failed send is logged and the batch skipped: the transaction is aborted, yet the
-// error is not rethrown, so the batch is marked done (resolveOffset) and the next batch's offsets,
-// committed in its transaction, step over it. Its views are never written.
+// error is not rethrown, and the batch's offsets are committed on their own ("one bad batch must
+// not block the partition"), so nothing ever reads it again. Its views are never written.
+// (Skipping only in memory, with resolveOffset, loses them too, but only once a later batch of the
+// partition commits its offsets; a restart before that reads them again and hides the bug.)
 import { Kafka, type EachBatchPayload } from 'kafkajs';
 
 const env = (name: string): string => {
@@ -80,6 +82,7 @@ async function processBatch({ batch, resolveOffset, heartbeat }: EachBatchPayloa
       process.exit(1);
     }
     console.error(`batch failed, skipping it: ${(err as Error).message}`);
+    await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: (BigInt(batch.lastOffset()) + 1n).toString() }]);
   }
   doneUpTo.set(batch.partition, BigInt(batch.lastOffset()) + 1n);
   resolveOffset(batch.lastOffset());
