@@ -163,8 +163,17 @@ export function sweepStaleCgroups(): number {
 }
 
 function removeTree(dir: string): number {
+  let entries: fs.Dirent[];
+  try {
+    entries = fs.readdirSync(dir, { withFileTypes: true });
+  } catch (err) {
+    // Two servers starting together sweep the same stale group: the other one removed it first
+    // (CI: a start of tenancy-two-servers exited with ENOENT here).
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+    throw err;
+  }
   let n = 0;
-  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) if (entry.isDirectory()) n += removeTree(path.join(dir, entry.name));
+  for (const entry of entries) if (entry.isDirectory()) n += removeTree(path.join(dir, entry.name));
   // A group with processes left cannot be removed; kill them first (they belong to a dead server).
   try {
     for (const pid of fs.readFileSync(path.join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean)) killQuietly(Number(pid), 'SIGKILL');
