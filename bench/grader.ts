@@ -1,5 +1,5 @@
 /**
- * npm run bench:grader [-- --runs N --quick-runs N --labs a,b --solutions-only --skip-starters --skip-commands --only REGEX --parallel N --sweep --first-seed S]
+ * npm run bench:grader [-- --runs N --quick-runs N --labs a,b --solutions-only --skip-starters --skip-commands --only REGEX --parallel N --sweep --first-seed S --keep-reports]
  * Grades every program of every lab (solution, starter, broken variants, command fixtures) N
  * times with seeds S..S+N-1 (S = 1 unless --first-seed), and the solution N more times with --quick,
  * then prints per program the verdict counts against what the lab folder expects, the median and
@@ -8,7 +8,7 @@
  * verdict prints the command that replays it. --only: the programs whose fixture name (solution,
  * starter.platformatic, broken/x, cmd/y) matches the regular expression.
  * Wrong verdicts, and passes whose longest pause passed half keeps-up's bound, leave their
- * report in --failures-dir (.kafkaiq/bench-failures).
+ * report in --failures-dir (.kafkaiq/bench-failures); with --keep-reports, right verdicts do too.
  * Prints figures; asserts nothing. With --parallel > 1 grades overlap (as in CI), so the times
  * include that contention; the header says so.
  */
@@ -38,6 +38,7 @@ const { values } = parseArgs({
     only: { type: 'string' },
     parallel: { type: 'string', default: '1' },
     'failures-dir': { type: 'string', default: '.kafkaiq/bench-failures' },
+    'keep-reports': { type: 'boolean', default: false },
   },
 });
 const sweep = values.sweep!;
@@ -84,12 +85,12 @@ const print = (row: Row) => {
   console.log(
     `${`${row.fixture.lab}/${row.fixture.program}`.padEnd(44)} ${row.mode.padEnd(5)} expect ${expected.padEnd(28)} right ${String(row.right).padStart(2)}/${row.runs}` +
       `  median ${(median(row.times) / 1000).toFixed(1).padStart(5)} s  worst ${(Math.max(...row.times) / 1000).toFixed(1).padStart(5)} s` +
-      `  longest stall ${row.stalls.length ? `${(Math.max(...row.stalls) / 1000).toFixed(1).padStart(4)} s` : '   - '}${row.right < row.runs ? `  got ${got}` : ''}`,
+      `  longest stall ${row.stalls.length ? `${(Math.max(...row.stalls) / 1000).toFixed(1).padStart(4)} s` : '   - '}  got ${got}`,
   );
   for (const replay of row.replays) console.log(`    replay: ${replay}`);
 };
 /** Writes a grade's report and the last lines of output to the failures dir, for diagnosis. */
-function saveReport(row: Row, seed: number, report: GradeReport, tail: string[], why: 'wrong' | 'near-stall'): void {
+function saveReport(row: Row, seed: number, report: GradeReport, tail: string[], why: 'wrong' | 'near-stall' | 'right'): void {
   const dir = path.resolve(values['failures-dir']!);
   fs.mkdirSync(dir, { recursive: true });
   const file = path.join(dir, `${row.fixture.lab}-${row.fixture.program.replace(/\//g, '-')}-${row.mode}-seed${seed}${why === 'wrong' ? '' : `-${why}`}.txt`);
@@ -125,7 +126,10 @@ await Promise.all(
         // measurement the bound rests on, and the timeline shows what the program was waiting for.
         const nearStall = judged.ok && row.fixture.expect === 'pass' && (report.stats.longestStallMs ?? 0) > STALL_BOUND_MS / 2;
         if (nearStall) saveReport(row, seed, report, tail, 'near-stall');
-        if (judged.ok) row.right++;
+        if (judged.ok) {
+          row.right++;
+          if (values['keep-reports'] && !nearStall) saveReport(row, seed, report, tail, 'right');
+        }
         else {
           const program = programFile(row.fixture);
           const quick = row.mode === 'quick' ? ' --quick' : '';

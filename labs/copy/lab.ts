@@ -53,6 +53,7 @@ export default defineLab({
     quick: [
       { kind: 'kill', at: ['after:send'] },
       { kind: 'kill', at: ['after:commit'] },
+      { kind: 'zombie', at: ['after:send'] },
     ],
   },
   checks: ['no-loss', 'no-duplicates', 'no-aborted-reads', 'transform-correct', 'order-preserved', 'offsets-consistent', 'no-hanging-transactions', 'keeps-up'],

@@ -36,6 +36,7 @@ export default defineLab({
     quick: [
       { kind: 'kill', at: ['after:send'] },
       { kind: 'kill', at: ['after:commit'] },
+      { kind: 'zombie', at: ['after:send', 'after:sendOffsets'] },
       { kind: 'send-error', at: ['before:send'] },
     ],
   },
