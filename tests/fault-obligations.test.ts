@@ -2,6 +2,10 @@ import { describe, expect, it } from 'vitest';
 import type { CrashPoint, FaultRecord } from '../src/shared/report.ts';
 import type { PlannedFault } from '../lab-server/runner/fault-plan.ts';
 import { FaultObligations, MAX_DISTURBED_TRIES, MAX_FAULT_TRIES } from '../lab-server/runner/scenarios/fault-obligations.ts';
+import type { AimedHit, DriverContext, ProgramDriver } from '../lab-server/runner/driver/contract.ts';
+import { FaultPastTimeLimit, untilDeadline } from '../lab-server/runner/driver/until-deadline.ts';
+import type { ProgramProcess } from '../lab-server/runner/program-instance.ts';
+import type { Slot } from '../lab-server/runner/supervisor.ts';
 
 const kill = (attempt = 1): PlannedFault => ({ kind: 'kill', instance: 1, crashPoint: 'after:commit', points: ['after:commit'], occurrence: 1, delayMs: 0, attempt });
 const record = (landed: 'at-point' | 'fallback', crashPoint?: CrashPoint): FaultRecord => ({
@@ -75,5 +79,27 @@ describe('faults are obligations', () => {
     o.settle(kill(), [{ atMs: 0, kind: 'kill', instance: 'i1', inTransaction: null }], queue, true);
     expect(queue).toEqual([]);
     expect(o.inconclusiveMessage()).toBeNull();
+  });
+});
+
+describe('no fault fires past the time limit', () => {
+  // A stand-in driver whose armAndWrite answers at once: what is tested is the guard around it.
+  const driverAnswering = (event: AimedHit | null) =>
+    ({ kind: 'instrumented', limitFactor: 1, armAndWrite: async () => ({ instance: {} as ProgramProcess, event }), quietMs: (base: number) => base }) as unknown as ProgramDriver;
+  const ctx = {} as DriverContext;
+  const slot = {} as Slot;
+
+  it('throws FaultPastTimeLimit for a fault whose point was not reached before the limit', async () => {
+    const guarded = untilDeadline(driverAnswering(null), () => Date.now() - 1);
+    await expect(guarded.armAndWrite(ctx, slot, kill(), 'kill', [])).rejects.toBeInstanceOf(FaultPastTimeLimit);
+    // Everything else is the driver's own.
+    expect(guarded.kind).toBe('instrumented');
+    expect(guarded.quietMs(7, false)).toBe(7);
+  });
+
+  it('lets a fault go through when its point was hit, or the limit is still ahead', async () => {
+    const hit = { t: 'hit', point: 'after:commit', action: 'kill', txnOpen: false } as unknown as AimedHit;
+    await expect(untilDeadline(driverAnswering(hit), () => Date.now() - 1).armAndWrite(ctx, slot, kill(), 'kill', [])).resolves.toMatchObject({ event: hit });
+    await expect(untilDeadline(driverAnswering(null), () => Date.now() + 60_000).armAndWrite(ctx, slot, kill(), 'kill', [])).resolves.toMatchObject({ event: null });
   });
 });

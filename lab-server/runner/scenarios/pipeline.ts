@@ -17,7 +17,8 @@ import type { Slot, Supervisor } from '../supervisor.ts';
 import { DEFAULTS_ENV } from '../child/protocol.ts';
 import { brokerSeesOpenTransaction } from '../../kafka/open-transaction.ts';
 import type { ManualFault } from '../contract.ts';
-import type { AimedHit } from '../driver/contract.ts';
+import type { AimedHit, ProgramDriver } from '../driver/contract.ts';
+import { FaultPastTimeLimit, untilDeadline } from '../driver/until-deadline.ts';
 import { planFaults, type FaultPlan, type PlannedFault } from '../fault-plan.ts';
 import type { AttemptLifecycle, Outcome, ProgressFigures, Scenario } from '../lifecycle.ts';
 import type { NemesisContext } from '../nemesis/context.ts';
@@ -93,9 +94,11 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
 
   // ---- NemesisContext (what the fault handlers and the driver see) -----------------------------
 
+  /** The attempt's driver, with no fault firing past the time limit (until-deadline.ts). */
   get driver() {
-    return this.attempt.driver;
+    return (this.driverUntilDeadline ??= untilDeadline(this.attempt.driver, () => this.attempt.deadline));
   }
+  private driverUntilDeadline?: ProgramDriver;
 
   wrapped(): boolean {
     return this.attempt.driver.kind === 'instrumented';
@@ -344,7 +347,14 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
       if (multi) await this.waitForStableGroup(Math.min(12_000, attempt.deadline - Date.now()));
       const recordedBefore = attempt.history.faults.length;
       const armedAt = Date.now();
-      await injectFault(this, fault, this.nextWave());
+      try {
+        await injectFault(this, fault, this.nextWave());
+      } catch (err) {
+        if (!(err instanceof FaultPastTimeLimit)) throw err;
+        this.system(`${err.message} (a fault after the limit would only disturb what is about to be judged).`);
+        this.obligations.outOfTime(fault, queue);
+        break;
+      }
       this.liveness.faultEnded(fault.kind);
       if (fault.attempt === 1 && !fault.disturbed) this.faultsDone++;
       const records = attempt.history.faults.slice(recordedBefore);
