@@ -55,28 +55,31 @@ export async function preparePipeline(scenario: PipelineParts): Promise<void> {
   const opening = spec ? AttemptDatabase.open(spec, attempt.namespace, (line) => scenario.system(line), attempt.options.databases) : null;
   let databaseError: unknown = null;
   try {
-    // Replication factor 3 needs every node: one killed by a fault may still be coming back
-    // (started by this process, or by another on the same cluster).
-    await attempt.maintenance.whenWhole();
-    const control = attempt.options.control;
-    if (control) {
-      const want = (await control.nodeIds()).length;
-      if (want >= 2) await waitForBrokers(attempt.kafka, want);
-    }
-    await attempt.maintenance.withShared(() =>
-      createTopics(
+    // All of the grader's set-up talks to every node, so it holds one shared lease: no other grade
+    // can kill a node meanwhile (a kill is exclusive), and inside it whenWhole waits for a node an
+    // earlier kill took down (its restart takes no lease). Replication factor 3 needs every node.
+    // (Waiting outside the lease let another grade's kill land between the wait and the requests:
+    // ECONNREFUSED while preparing, in CI.)
+    await attempt.maintenance.withShared(async () => {
+      await attempt.maintenance.whenWhole();
+      const control = attempt.options.control;
+      if (control) {
+        const want = (await control.nodeIds()).length;
+        if (want >= 2) await waitForBrokers(attempt.kafka, want);
+      }
+      await createTopics(
         attempt.kafka,
         lab.topics.map((t) => ({
           topic: attempt.realTopic(t.name),
           numPartitions: t.partitions,
           ...(t.config ? { configEntries: Object.entries(t.config).map(([name, value]) => ({ name, value })) } : {}),
         })),
-      ),
-    );
-    if (attempt.options.mode !== 'run' && lab.checks.includes('no-transaction-timeouts')) {
-      scenario.txnTimeouts = await TransactionTimeoutWatch.start(attempt.kafka, attempt.namespace);
-    }
-    await scenario.writer.connect();
+      );
+      if (attempt.options.mode !== 'run' && lab.checks.includes('no-transaction-timeouts')) {
+        scenario.txnTimeouts = await TransactionTimeoutWatch.start(attempt.kafka, attempt.namespace);
+      }
+      await scenario.writer.connect();
+    });
   } finally {
     // Always wait for it, so shutdown() gives back a database that arrives after a failure.
     const waitFrom = Date.now();
