@@ -129,8 +129,7 @@ await Promise.all(
         if (judged.ok) {
           row.right++;
           if (values['keep-reports'] && !nearStall) saveReport(row, seed, report, tail, 'right');
-        }
-        else {
+        } else {
           const program = programFile(row.fixture);
           const quick = row.mode === 'quick' ? ' --quick' : '';
           row.replays.push(
