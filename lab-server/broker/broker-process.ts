@@ -283,6 +283,8 @@ export class BrokerProcess {
         '-Djava.awt.headless=true',
         ...classDataSharingFlags(node.nodeId),
         `-Dlog4j2.configurationFile=${path.join(BROKER_DIR, 'log4j2.xml')}`,
+        // Kafka 4.4.0's transaction-marker bug (KAFKA-20734), patched as the class loads: BrokerPatches.java.
+        `-javaagent:${path.join(BROKER_LIB_DIR, 'kafkaiq-launcher.jar')}=broker`,
         '-cp',
         classpath(),
         'dev.kafkaiq.broker.ParentWatchLauncher',
@@ -377,9 +379,13 @@ export class BrokerProcess {
 function classDataSharingFlags(nodeId: number): string[] {
   if (process.env.KAFKAIQ_NO_CDS) return [];
   const archive = path.join(BROKER_LIB_DIR, 'kafka-classes.jsa');
-  if (fs.existsSync(archive)) return [`-XX:SharedArchiveFile=${archive}`, '-Xshare:auto'];
+  // The broker runs with BrokerPatches' agent: a dump refuses an agent unless allowed, and an
+  // archive dumped so is used only with the same setting (else silently not at all, and a start
+  // takes twice as long). The class the agent edits stays out of the archive, edited at each start.
+  const withAgent = ['-XX:+UnlockDiagnosticVMOptions', '-XX:+AllowArchivingWithJavaAgent'];
+  if (fs.existsSync(archive)) return [...withAgent, `-XX:SharedArchiveFile=${archive}`, '-Xshare:auto'];
   // One writer only: the nodes of a cluster would race on the same file.
-  return nodeId === 1 ? [`-XX:ArchiveClassesAtExit=${archive}`] : [];
+  return nodeId === 1 ? [...withAgent, `-XX:ArchiveClassesAtExit=${archive}`] : [];
 }
 
 /**

@@ -7,13 +7,13 @@ import jdk.internal.org.objectweb.asm.MethodVisitor;
 import jdk.internal.org.objectweb.asm.Opcodes;
 
 /**
- * The one bytecode edit of ClientConfigAgent, apart so that the agent's own class links before
- * the JDK's ASM package is opened to it: at the start of the constructor, originals (local 2) =
- * ClientConfigAgent.merge(originals). No branch is added, so the stack map frames stay valid.
+ * The agents' bytecode edits, apart so that the agents' own classes link before the JDK's ASM
+ * package is opened to them. Neither adds a branch, so the stack map frames stay valid.
  */
 final class AsmEdit {
     private AsmEdit() {}
 
+    /** ClientConfigAgent: at the start of the constructor, originals (local 2) = ClientConfigAgent.merge(originals). */
     static byte[] prependMerge(byte[] bytes, String constructor) {
         ClassReader reader = new ClassReader(bytes);
         ClassWriter writer = new ClassWriter(reader, ClassWriter.COMPUTE_MAXS);
@@ -34,5 +34,36 @@ final class AsmEdit {
             }
         }, 0);
         return writer.toByteArray();
+    }
+
+    /**
+     * BrokerPatches: before each ARETURN of an instance method taking (String, int, ...), the
+     * returned value goes through helper(value, this, arg1, arg2). Null when the method is absent.
+     */
+    static byte[] filterReturns(byte[] bytes, String method, String descriptor, String helperOwner, String helper, String helperDescriptor) {
+        ClassReader reader = new ClassReader(bytes);
+        ClassWriter writer = new ClassWriter(reader, ClassWriter.COMPUTE_MAXS);
+        boolean[] found = {false};
+        reader.accept(new ClassVisitor(Opcodes.ASM8, writer) {
+            @Override
+            public MethodVisitor visitMethod(int access, String name, String desc, String signature, String[] exceptions) {
+                MethodVisitor mv = super.visitMethod(access, name, desc, signature, exceptions);
+                if (!method.equals(name) || !descriptor.equals(desc) || (access & Opcodes.ACC_STATIC) != 0) return mv;
+                found[0] = true;
+                return new MethodVisitor(Opcodes.ASM8, mv) {
+                    @Override
+                    public void visitInsn(int opcode) {
+                        if (opcode == Opcodes.ARETURN) {
+                            super.visitVarInsn(Opcodes.ALOAD, 0);
+                            super.visitVarInsn(Opcodes.ALOAD, 1);
+                            super.visitVarInsn(Opcodes.ILOAD, 2);
+                            super.visitMethodInsn(Opcodes.INVOKESTATIC, helperOwner, helper, helperDescriptor, false);
+                        }
+                        super.visitInsn(opcode);
+                    }
+                };
+            }
+        }, 0);
+        return found[0] ? writer.toByteArray() : null;
     }
 }

@@ -12,7 +12,7 @@ import java.util.Properties;
 import java.util.Set;
 
 /**
- * A Java agent that adds a client properties file (security.protocol, sasl.*) to every Kafka
+ * A Java agent (with -javaagent:...=broker, the broker's patch instead: BrokerPatches) that adds a client properties file (security.protocol, sasl.*) to every Kafka
  * client a JVM creates: -javaagent:broker/lib/kafkaiq-launcher.jar=FILE.
  *
  * Why: Kafka's own TransactionalMessageCopier (the copy lab's command fixture) has no option for
@@ -27,6 +27,11 @@ public final class ClientConfigAgent {
     private ClientConfigAgent() {}
 
     public static void premain(String file, Instrumentation inst) throws IOException {
+        // The jar has one Premain-Class; the broker JVM asks for its Kafka patch instead.
+        if ("broker".equals(file)) {
+            BrokerPatches.install(inst);
+            return;
+        }
         if (file == null || file.isEmpty()) throw new IllegalArgumentException("usage: -javaagent:kafkaiq-launcher.jar=<client.properties>");
         Properties props = new Properties();
         try (InputStream in = new FileInputStream(file)) {
