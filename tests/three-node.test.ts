@@ -141,41 +141,57 @@ describe('a commit whose partition has no leader (KAFKA-20734, patched by broker
       waitForLeaders: true,
       topics: [{ topic, replicaAssignment: [{ partition: 0, replicas: [replica] }], configEntries: [{ name: 'min.insync.replicas', value: '1' }] }],
     });
-    const producer = kafka.producer({ transactionalId, idempotent: true, maxInFlightRequests: 1 });
-    await producer.connect();
-    const txn = await producer.transaction();
-    await txn.send({ topic, messages: [{ key: 'k', value: 'committed while its leader was down' }] });
-
-    // Asked without retries, so each look is one request; connected while every node is up.
-    const probe = createKafka(cluster.brokers, 'kafkaiq-test-probe', { retry: { retries: 0 } }).admin();
-    await probe.connect();
-    await control.killNode(replica);
     try {
-      // Fenced: the partition's metadata answers LEADER_NOT_AVAILABLE (error code 5).
-      const fencedBy = Date.now() + 30_000;
-      let leaderless = false;
-      while (!leaderless && Date.now() < fencedBy) {
-        await new Promise((resolve) => setTimeout(resolve, 250));
-        leaderless = await probe.fetchTopicMetadata({ topics: [topic] }).then(
-          ({ topics }) => topics[0]!.partitions[0]!.leader === -1,
-          (err: { code?: number; cause?: { code?: number } }) => (err.code ?? err.cause?.code) === 5,
-        );
-      }
-      await probe.disconnect();
-      expect(leaderless, 'the controller fenced the killed broker').toBe(true);
-      await txn.commit(); // the coordinator answers once PrepareCommit is in its log; markers follow
+      await commitWhileLeaderless(admin, kafka, control, replica, topic, transactionalId);
     } finally {
-      await control.startNode(replica);
+      // A single-replica topic left behind would make every later all-topics metadata request on
+      // this cluster fail whenever its broker is down (later tests and lab grades kill nodes).
+      await admin.deleteTopics({ topics: [topic], timeout: 30_000 });
+      await admin.disconnect();
     }
-    await producer.disconnect();
-    expect(await waitForFullIsr(cluster.brokers, 60_000)).toBe(true);
-
-    const read = await readTopic(kafka, cluster.brokers, topic, { isolation: 'read_committed', timeoutMs: 15_000 });
-    expect(read.records.map((r) => r.value)).toEqual(['committed while its leader was down']);
-    await admin.deleteTopics({ topics: [topic] }).catch(() => {}); // the next run uses a new name
-    await admin.disconnect();
   }, 180_000);
 });
+
+async function commitWhileLeaderless(
+  admin: ReturnType<ReturnType<typeof createKafka>['admin']>,
+  kafka: ReturnType<typeof createKafka>,
+  control: NonNullable<KafkaCluster['control']>,
+  replica: number,
+  topic: string,
+  transactionalId: string,
+): Promise<void> {
+  const producer = kafka.producer({ transactionalId, idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  const txn = await producer.transaction();
+  await txn.send({ topic, messages: [{ key: 'k', value: 'committed while its leader was down' }] });
+
+  // Asked without retries, so each look is one request; connected while every node is up.
+  const probe = createKafka(cluster.brokers, 'kafkaiq-test-probe', { retry: { retries: 0 } }).admin();
+  await probe.connect();
+  await control.killNode(replica);
+  try {
+    // Fenced: the partition's metadata answers LEADER_NOT_AVAILABLE (error code 5).
+    const fencedBy = Date.now() + 30_000;
+    let leaderless = false;
+    while (!leaderless && Date.now() < fencedBy) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      leaderless = await probe.fetchTopicMetadata({ topics: [topic] }).then(
+        ({ topics }) => topics[0]!.partitions[0]!.leader === -1,
+        (err: { code?: number; cause?: { code?: number } }) => (err.code ?? err.cause?.code) === 5,
+      );
+    }
+    await probe.disconnect();
+    expect(leaderless, 'the controller fenced the killed broker').toBe(true);
+    await txn.commit(); // the coordinator answers once PrepareCommit is in its log; markers follow
+  } finally {
+    await control.startNode(replica);
+  }
+  await producer.disconnect();
+  expect(await waitForFullIsr(cluster.brokers, 60_000)).toBe(true);
+
+  const read = await readTopic(kafka, cluster.brokers, topic, { isolation: 'read_committed', timeoutMs: 15_000 });
+  expect(read.records.map((r) => r.value)).toEqual(['committed while its leader was down']);
+}
 
 describe('kafkajs 2.2.4 on a cluster (lesson 10.1.6)', () => {
   /** Sends 100 transactions of 3 records to 3 partitions (one record each), back to back; counts the copies read_committed shows. */
