@@ -8,10 +8,10 @@ import { parseArgs } from 'node:util';
 import { connectCluster } from '../lab-server/broker/cluster.ts';
 import { startCourseServer } from '../tests/support/course-server.ts';
 import { Learner, SOLUTION } from '../tests/security/support.ts';
+import { median } from './median.ts';
 
 const { values } = parseArgs({ options: { learners: { type: 'string', default: '12' }, quick: { type: 'boolean', default: false } } });
 const learners = Number(values.learners);
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)] ?? 0;
 
 const cluster = await connectCluster();
 const server = await startCourseServer(cluster.brokers, 'start', { args: ['--no-build'] });

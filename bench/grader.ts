@@ -24,6 +24,7 @@ import { connectCluster } from '../lab-server/broker/cluster.ts';
 import { describeError } from '../lab-server/core/errors.ts';
 import { listLabIds } from '../lab-server/labs/load-lab.ts';
 import { gradeProgram, judgeFixture, labFixtures, type Fixture } from '../lab-server/runner/check-labs.ts';
+import { median } from './median.ts';
 
 const { values } = parseArgs({
   options: {
@@ -49,7 +50,6 @@ const parallel = Math.max(1, Number(values.parallel));
 const labs = values.labs ? values.labs.split(',') : listLabIds();
 // Each lab on the cluster it declares (the failover labs on the 3-node cluster, started on first use).
 const cluster = new ClusterPool();
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)] ?? 0;
 
 interface Row {
   fixture: Fixture;

@@ -8,9 +8,9 @@
  * finish. Prints the count of those partitions and of the broker's "markers skipped" log lines.
  *
  * Why: Kafka 4.4's transaction marker sender treats a partition with no leader in its metadata
- * cache as deleted, drops its markers and completes the transaction. On the only broker of a
- * cluster, a controlled shutdown makes exactly that state (leader -1) while commits are in
- * flight, so server-properties.ts turns controlled shutdown off.
+ * cache as deleted, drops its markers and completes the transaction (KAFKA-20734). On the only
+ * broker of a cluster, a restart makes exactly that state while commits are in flight; the broker
+ * carries a patch for it (broker/src/main/java/dev/kafkaiq/broker/BrokerPatches.java).
  *
  *   npm run bench:restart-markers -- [--restarts 20] [--producers 6]
  */
@@ -23,6 +23,7 @@ import { BrokerProcess } from '../lab-server/broker/broker-process.ts';
 import { ensureBrokerJars } from '../lab-server/broker/jars.ts';
 import { createKafka } from '../lab-server/kafka/client.ts';
 import { OffsetsProbe } from '../lab-server/kafka/inspect.ts';
+import { median } from './median.ts';
 
 const { values } = parseArgs({ options: { restarts: { type: 'string', default: '20' }, producers: { type: 'string', default: '6' } } });
 const restarts = Number(values.restarts);
@@ -100,8 +101,7 @@ const skipped = log.split('\n').filter((line) => line.includes("Couldn't find le
 await broker.stop();
 fs.rmSync(dataDir, { recursive: true, force: true });
 
-const median = [...restartTimes].sort((a, b) => a - b)[Math.floor(restartTimes.length / 2)] ?? 0;
-console.log(`${restarts} broker restarts under ${producers} committing producers: ${commits.reduce((a, b) => a + b, 0)} commits, ${failures.reduce((a, b) => a + b, 0)} producer restarts, median restart ${(median / 1000).toFixed(1)} s`);
+console.log(`${restarts} broker restarts under ${producers} committing producers: ${commits.reduce((a, b) => a + b, 0)} commits, ${failures.reduce((a, b) => a + b, 0)} producer restarts, median restart ${(median(restartTimes) / 1000).toFixed(1)} s`);
 console.log(`markers skipped by the broker ("Couldn't find leader endpoint"): ${skipped}`);
 console.log(`partitions left with a hanging transaction: ${hanging.length}${hanging.length ? `: ${hanging.join(', ')}` : ''}`);
 process.exit(0);

@@ -14,10 +14,10 @@ import { fileURLToPath } from 'node:url';
 import { compileProgram } from '../lab-server/runner/compile.ts';
 import { ProgramInstance } from '../lab-server/runner/program-instance.ts';
 import { sandboxPolicy } from '../lab-server/runner/sandbox/policy.ts';
+import { median } from './median.ts';
 
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '15' }, child: { type: 'boolean', default: false } } });
 const runs = Number(values.runs);
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)] ?? 0;
 
 async function measure(): Promise<number[]> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kafkaiq-bench-'));

@@ -14,9 +14,9 @@ import { grantAttempt } from '../lab-server/kafka/attempt-acls.ts';
 import { createKafka } from '../lab-server/kafka/client.ts';
 import { loadLab } from '../lab-server/labs/load-lab.ts';
 import { createAttempt } from '../lab-server/runner/attempt.ts';
+import { median } from './median.ts';
 
 const { values } = parseArgs({ options: { grants: { type: 'string', default: '20' }, concurrent: { type: 'string', default: '12' } } });
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)] ?? 0;
 const cluster = await connectCluster();
 const kafka = createKafka(cluster.brokers, 'kafkaiq-bench-tenancy');
 const admin = kafka.admin();

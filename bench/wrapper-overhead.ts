@@ -19,6 +19,7 @@ import { ClusterPool } from '../lab-server/broker/cluster-pool.ts';
 import { ROOT_DIR } from '../lab-server/core/paths.ts';
 import { compileProgram } from '../lab-server/runner/compile.ts';
 import type { KafkaClient } from '../src/shared/clients.ts';
+import { median } from './median.ts';
 
 const { values } = parseArgs({
   options: {
@@ -98,8 +99,6 @@ function runOnce(file: string, env: Record<string, string>): Promise<number> {
     });
   });
 }
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)] ?? 0;
 
 const pool = new ClusterPool();
 try {

@@ -44,6 +44,19 @@ export class MaintenanceLock {
     recovering.catch(() => {}); // reported by whoever awaits whenWhole()
   }
 
+  /**
+   * A shared lease on a whole cluster, for set-up that talks to every node: no other grade can
+   * kill a node meanwhile (a kill is exclusive), and inside the lease whenWhole waits for a node an
+   * earlier kill took down (its restart takes no lease, so this cannot deadlock). Waiting outside
+   * the lease let a kill land between the wait and the requests: ECONNREFUSED while preparing.
+   */
+  withSharedWhole<T>(fn: () => Promise<T>): Promise<T> {
+    return this.withShared(async () => {
+      await this.whenWhole();
+      return fn();
+    });
+  }
+
   /** Resolves once no node is coming back; rejects if the last node start failed. */
   async whenWhole(): Promise<void> {
     while (this.recovering) await this.recovering;

@@ -151,22 +151,19 @@ export class AttemptLifecycle implements Attempt {
     const writes = definition.topics.filter((t) => t.role !== 'input').flatMap((t) => namespaces.map((ns) => `${ns}-${t.name}`));
     // Like the grader's other Kafka work: not while a broker restart of another grade is under way,
     // nor while a node killed by one is still coming back (the ACL requests may go to any node).
-    this.identity = await this.maintenance.withShared(async () => {
-      await this.maintenance.whenWhole();
-      return grantAttempt(
-        this.kafka,
-        this.options.brokers,
-        {
-          namespace: this.namespace,
-          writeTopics: writes,
-          // The monitor decodes the coordinator's log (kafkajs has no DescribeTransactions); see AUTHORING.
-          extraReadTopics: definition.kind === 'monitor' ? ['__transaction_state'] : [],
-          // Past any deadline this attempt can have (twice its limit, plus broker downtime slack).
-          expiresAtMs: Date.now() + 2 * this.limitMs + 15 * 60_000,
-        },
-        this.realTopic(definition.topics[0]!.name),
-      );
-    });
+    this.identity = await this.maintenance.withSharedWhole(() => grantAttempt(
+      this.kafka,
+      this.options.brokers,
+      {
+        namespace: this.namespace,
+        writeTopics: writes,
+        // The monitor decodes the coordinator's log (kafkajs has no DescribeTransactions); see AUTHORING.
+        extraReadTopics: definition.kind === 'monitor' ? ['__transaction_state'] : [],
+        // Past any deadline this attempt can have (twice its limit, plus broker downtime slack).
+        expiresAtMs: Date.now() + 2 * this.limitMs + 15 * 60_000,
+      },
+      this.realTopic(definition.topics[0]!.name),
+    ));
   }
 
   /** The compiled program's driver (instrumented, or opaque for `--cmd`); set once compiled. */

@@ -55,13 +55,8 @@ export async function preparePipeline(scenario: PipelineParts): Promise<void> {
   const opening = spec ? AttemptDatabase.open(spec, attempt.namespace, (line) => scenario.system(line), attempt.options.databases) : null;
   let databaseError: unknown = null;
   try {
-    // All of the grader's set-up talks to every node, so it holds one shared lease: no other grade
-    // can kill a node meanwhile (a kill is exclusive), and inside it whenWhole waits for a node an
-    // earlier kill took down (its restart takes no lease). Replication factor 3 needs every node.
-    // (Waiting outside the lease let another grade's kill land between the wait and the requests:
-    // ECONNREFUSED while preparing, in CI.)
-    await attempt.maintenance.withShared(async () => {
-      await attempt.maintenance.whenWhole();
+    // All of the grader's set-up talks to every node (replication factor 3 needs every one).
+    await attempt.maintenance.withSharedWhole(async () => {
       const control = attempt.options.control;
       if (control) {
         const want = (await control.nodeIds()).length;

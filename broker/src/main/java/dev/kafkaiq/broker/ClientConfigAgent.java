@@ -12,8 +12,9 @@ import java.util.Properties;
 import java.util.Set;
 
 /**
- * A Java agent (with -javaagent:...=broker, the broker's patch instead: BrokerPatches) that adds a client properties file (security.protocol, sasl.*) to every Kafka
- * client a JVM creates: -javaagent:broker/lib/kafkaiq-launcher.jar=FILE.
+ * A Java agent that adds a client properties file (security.protocol, sasl.*) to every Kafka
+ * client a JVM creates: -javaagent:broker/lib/kafkaiq-launcher.jar=FILE. With =broker instead, it
+ * applies the broker's Kafka patch (BrokerPatches).
  *
  * Why: Kafka's own TransactionalMessageCopier (the copy lab's command fixture) has no option for
  * a client config, and the teaching broker only speaks SASL. The agent changes nothing else: it
