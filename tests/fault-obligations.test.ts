@@ -46,6 +46,22 @@ describe('faults are obligations', () => {
     expect(o.inconclusiveMessage()).toMatch(/after 3 tries/);
   });
 
+  it('owes a fault again that hit its point without its effect (a zombie that crashed on waking), a bounded number of times', () => {
+    const lines: string[] = [];
+    const o = new FaultObligations(new Set<CrashPoint>(['after:commit']), (l) => void lines.push(l));
+    const queue: PlannedFault[] = [];
+    o.settle(kill(), [record('at-point', 'after:commit')], queue, true, false, 'the zombie exited on waking');
+    expect(queue).toMatchObject([{ attempt: 1, disturbed: 1 }]);
+    expect(o.landed).toBe(0);
+    expect(lines[0]).toMatch(/hit its point, but the zombie exited on waking: arming it again/);
+    for (let d = 2; d <= MAX_DISTURBED_TRIES; d++) o.settle(queue.shift()!, [record('at-point', 'after:commit')], queue, true, false, 'again');
+    // Past the bound the landing stands: never inconclusive for it.
+    o.settle(queue.shift()!, [record('at-point', 'after:commit')], queue, true, false, 'again');
+    expect(queue).toEqual([]);
+    expect(o.landed).toBe(1);
+    expect(o.inconclusiveMessage()).toBeNull();
+  });
+
   it('is satisfied once the owed fault lands on its point', () => {
     const o = new FaultObligations(new Set(['after:commit']), () => {});
     const queue: PlannedFault[] = [];

@@ -180,7 +180,8 @@ describe('process faults', () => {
   it('zombie: frozen, replaced with the same identity, new input for the replacement, then resumed', async () => {
     const a = fakeAttempt();
     a.first.exitOnResume = true; // fenced: its next call fails and it exits
-    await injectFault(a.ctx, fault('zombie'), wave(2));
+    a.first.eventsOnResume = [{ t: 'failed', op: 'sendOffsets', txnOpen: true, error: 'There is a newer producer with the same transactionalId which fences the current one' }];
+    expect(await injectFault(a.ctx, fault('zombie'), wave(2))).toBeUndefined();
     expect(a.driver.armed[0]!.action).toBe('pause');
     expect(a.first.done).toEqual(['pause', 'resume']);
     expect(a.slots.get(1)!.current).not.toBe(a.first);
@@ -188,6 +189,25 @@ describe('process faults', () => {
     expect(a.waves).toEqual([2, 2]);
     expect(a.zombies.size).toBe(0);
     expect(a.recorded[0]).toMatchObject({ kind: 'zombie', note: expect.stringContaining('replacement') });
+  });
+
+  it('zombie: one that exits on waking before the broker judged a call of it is owed again', async () => {
+    const a = fakeAttempt();
+    a.first.exitOnResume = true;
+    // A broker restart while it slept: its first call after waking fails unjudged, and it crashes.
+    a.first.eventsOnResume = [{ t: 'failed', op: 'sendOffsets', txnOpen: true, error: 'Closed connection' }];
+    const outcome = await injectFault(a.ctx, fault('zombie'), wave(2));
+    expect(outcome).toMatchObject({ withoutEffect: expect.stringMatching(/before the broker judged any call of it \(sendOffsets failed: Closed connection\)/) });
+    const silent = fakeAttempt();
+    silent.first.exitOnResume = true;
+    expect(await injectFault(silent.ctx, fault('zombie'), wave(2))).toMatchObject({ withoutEffect: expect.stringContaining('no transactional call') });
+  });
+
+  it('zombie: one that commits after waking had its effect', async () => {
+    const a = fakeAttempt();
+    a.first.exitOnResume = true;
+    a.first.eventsOnResume = [{ t: 'call', point: 'before:commit', txnOpen: true }, { t: 'call', point: 'after:commit', txnOpen: false }];
+    expect(await injectFault(a.ctx, fault('zombie'), wave(2))).toBeUndefined();
   });
 
   it('zombie: one that keeps running after it was resumed is stopped', async () => {

@@ -21,6 +21,8 @@ export class FakeProcess extends EventEmitter implements ProgramProcess {
   private exit!: (value: { code: number | null; signal: NodeJS.Signals | null }) => void;
   /** Set: resume() makes it exit (a zombie that finds itself fenced). */
   exitOnResume = false;
+  /** What the program reports over its channel as it resumes, before any exit (a fenced call, say). */
+  eventsOnResume: ChildEvent[] = [];
 
   constructor(
     readonly id: string,
@@ -51,6 +53,7 @@ export class FakeProcess extends EventEmitter implements ProgramProcess {
   resume(): void {
     this.done.push('resume');
     this.state = 'running';
+    for (const event of this.eventsOnResume) this.report(event);
     if (this.exitOnResume) this.die('SIGTERM');
   }
 

@@ -50,5 +50,14 @@ export interface NemesisContext extends DriverContext {
   emitState(): void;
 }
 
+/**
+ * What a handler may say about a fault that hit its point: that what the fault exists to expose did
+ * not get a chance to happen (a zombie that crashed on waking, before any transactional call, never
+ * showed whether it was fenced). The grade then owes the fault again (fault-obligations.ts).
+ */
+export interface FaultOutcome {
+  withoutEffect: string;
+}
+
 /** One handler per fault kind: inject it (with the wave it needs to land), record it, recover. */
-export type FaultHandler = (ctx: NemesisContext, fault: PlannedFault, wave: SeedTransaction[]) => Promise<void>;
+export type FaultHandler = (ctx: NemesisContext, fault: PlannedFault, wave: SeedTransaction[]) => Promise<FaultOutcome | void>;

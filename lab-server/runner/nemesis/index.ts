@@ -10,7 +10,7 @@ import type { PlannedFault } from '../fault-plan.ts';
 import type { SeedTransaction } from '../seeder.ts';
 import { apiFault } from './api-faults.ts';
 import { brokerRestartFault, coordinatorKillFault } from './broker-faults.ts';
-import type { FaultHandler, NemesisContext } from './context.ts';
+import type { FaultHandler, FaultOutcome, NemesisContext } from './context.ts';
 import { joinFault, killFault, pauseFault, sendErrorFault, stopFault, zombieFault } from './process-faults.ts';
 
 export type PipelineFaultKind = Exclude<FaultKind, 'hanging-transaction'>;
@@ -30,7 +30,7 @@ export const FAULT_HANDLERS: Record<PipelineFaultKind, FaultHandler> = {
 };
 
 /** Injects one planned fault with the wave that makes it land. */
-export function injectFault(ctx: NemesisContext, fault: PlannedFault, wave: SeedTransaction[]): Promise<void> {
+export function injectFault(ctx: NemesisContext, fault: PlannedFault, wave: SeedTransaction[]): Promise<FaultOutcome | void> {
   // load-lab allows 'hanging-transaction' in monitor labs only, which never come here.
   if (fault.kind === 'hanging-transaction') return Promise.resolve();
   return FAULT_HANDLERS[fault.kind](ctx, fault, wave);

@@ -2,6 +2,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ChildEvent } from '../child/protocol.ts';
 import type { ProgramProcess } from '../program-instance.ts';
+import type { Slot } from '../supervisor.ts';
 import type { FaultHandler, NemesisContext } from './context.ts';
 
 const target = (ctx: NemesisContext, n: number) => ctx.slot(n) ?? ctx.slot(1)!;
@@ -22,6 +23,21 @@ export const killFault: FaultHandler = async (ctx, fault, wave) => {
   if (leaves) await ctx.removeFromGroups(instance);
   ctx.startSlot(slot.slot);
 };
+
+/**
+ * Not a planned fault: what an orchestrator's liveness probe does to a process that stopped making
+ * progress (SIGKILL, then a restart with the same identity). The grade calls it only after keeps-up
+ * has recorded the stall, so the finding is on record before the evidence is cleared.
+ */
+export async function livenessRestart(ctx: NemesisContext, slot: Slot, why: string): Promise<void> {
+  const instance = slot.current;
+  ctx.system(`${instance.id} is ${why}: the grader restarts it, as a liveness probe would, so the faults still owed reach a running program.`);
+  ctx.expectExit(instance);
+  instance.signal('SIGKILL');
+  await instance.exited;
+  if (ctx.hasMemberships(instance) && !ctx.maintenance.isDown) await ctx.removeFromGroups(instance);
+  ctx.startSlot(slot.slot);
+}
 
 /** SIGTERM at the crash point (a clean shutdown), then a restart. */
 export const stopFault: FaultHandler = async (ctx, fault, wave) => {
@@ -56,14 +72,43 @@ export const zombieFault: FaultHandler = async (ctx, fault, wave) => {
     await ctx.driver.waitForEvent(replacement, (e) => e.t === 'call' && e.point === 'after:commit' && (!aimed || (e.written ?? []).includes(aimed)), aimed ? 8_000 : 1_500);
   }
   ctx.system(`${instance.id} (the zombie) resumes`);
+  const effect = watchJudgedCalls(instance);
   instance.resume();
   const exited = await Promise.race([instance.exited.then(() => true), sleep(4_000, false)]);
+  // The channel's last events may be read just after the exit is seen.
+  if (exited && !effect.judged()) await sleep(300);
+  effect.stop();
   if (!exited) {
     ctx.system(`${instance.id} (the zombie) kept running after it was fenced: stopping it.`);
     await instance.stop(2_000);
   }
   ctx.removeZombie(instance);
+  // Only our wrapper reports calls: an opaque program's zombie is taken as it comes.
+  if (exited && !effect.judged() && ctx.driver.kind === 'instrumented') {
+    return { withoutEffect: `${instance.id} (the zombie) exited on waking before the broker judged any call of it (${effect.lastError() ?? 'no transactional call'}): whether it was fenced was never shown` };
+  }
 };
+
+/**
+ * Errors from a broker the zombie could not reach or that was not ready (a broker restart while it
+ * slept closes its connections and reloads the coordinator): the broker never judged the call, so
+ * they say nothing about fencing. Any other failure (a fenced producer, an old epoch, a stale
+ * generation) is the broker's verdict on the zombie.
+ */
+const UNJUDGED = /closed connection|connection (?:error|closed|refused|reset)|ECONNREFUSED|ECONNRESET|EPIPE|socket hang ?up|coordinator is loading|not the (?:correct )?coordinator|COORDINATOR_(?:LOAD_IN_PROGRESS|NOT_AVAILABLE)|NOT_COORDINATOR|timed? ?out|broker not (?:connected|available)|leader not available|not leader/i;
+
+/** Watches a resumed zombie for a call the broker judged: one that went through (an after: point), or failed with the broker's verdict. */
+function watchJudgedCalls(instance: ProgramProcess) {
+  let judged = false;
+  let lastError: string | null = null;
+  const onEvent = (e: ChildEvent) => {
+    if (e.t === 'call' && e.point.startsWith('after:')) judged = true;
+    else if (e.t === 'failed' && UNJUDGED.test(e.error)) lastError = `${e.op} failed: ${e.error.slice(0, 120)}`;
+    else if (e.t === 'failed') judged = true;
+  };
+  instance.on('event', onEvent);
+  return { judged: () => judged, lastError: () => lastError, stop: () => void instance.off('event', onEvent) };
+}
 
 /**
  * Freeze the instance at the crash point (mid-transaction) and start NO replacement: the

@@ -50,17 +50,25 @@ export class FaultObligations {
    * After an injection: `records` are the fault records it added. A fallback of a reachable point
    * goes back to the front of the queue; of a point never seen yet, to the end (once).
    */
-  settle(fault: PlannedFault, records: readonly FaultRecord[], queue: PlannedFault[], inputLeft: boolean, disturbed = false): void {
+  settle(fault: PlannedFault, records: readonly FaultRecord[], queue: PlannedFault[], inputLeft: boolean, disturbed = false, withoutEffect?: string): void {
     const record = records.find((r) => r.aimedAt);
     if (!fault.points?.length || !record) return; // not aimed, or a driver that cannot aim (--cmd)
+    const aimed = { kind: fault.kind, points: fault.points };
+    const uncounted = fault.disturbed ?? 0;
     if (record.landed === 'at-point') {
+      // It hit its point, but what it exists to show did not get its chance (a zombie that crashed
+      // on waking): owed again like a disturbed fallback, within the same bound. Past the bound the
+      // landing stands, so a program whose zombie always dies that way is not held inconclusive.
+      if (withoutEffect && uncounted < MAX_DISTURBED_TRIES && inputLeft) {
+        queue.unshift({ ...fault, disturbed: uncounted + 1 });
+        this.system(`${describe(aimed)} hit its point, but ${withoutEffect}: arming it again (not counted as a try).`);
+        return;
+      }
       this.landed++;
       return;
     }
     const tries = fault.attempt ?? 1;
-    const aimed = { kind: fault.kind, points: fault.points };
     const stop = (reason: UnlandedFault['reason']) => void this.unlanded.push({ ...aimed, instance: fault.instance, tries, reason });
-    const uncounted = fault.disturbed ?? 0;
     if (disturbed && uncounted < MAX_DISTURBED_TRIES && inputLeft && this.isReachable(fault.points)) {
       queue.unshift({ ...fault, disturbed: uncounted + 1 });
       this.system(`${describe(aimed)} fell back while the program was restarting or the broker was down: not counted as a try, arming it again.`);

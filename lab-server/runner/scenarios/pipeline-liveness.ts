@@ -88,6 +88,16 @@ export class PipelineLiveness {
     return Date.now() - Math.max(progressTracker.lastActivityAt, progressTracker.lastStartAt, maintenance.lastDowntimeEndedAt) >= STUCK_AGAIN_MS;
   }
 
+  /**
+   * Stuck now, after keeps-up has its evidence: an unheld stretch without progress past the bound
+   * is under way, or the program is stuck again (stuckAgain).
+   */
+  stuckNow(): boolean {
+    if (!this.stallFound) return false;
+    const developing = this.stallWatch.developingMs();
+    return (developing !== null && developing > STALL_BOUND_MS) || this.stuckAgain();
+  }
+
   /** A zombie frozen by a fault, or an instance paused past its session timeout. */
   private anInstanceIsPaused(): boolean {
     const { supervisor } = this.src;

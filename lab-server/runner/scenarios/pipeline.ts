@@ -24,6 +24,8 @@ import type { AttemptLifecycle, Outcome, ProgressFigures, Scenario } from '../li
 import type { NemesisContext } from '../nemesis/context.ts';
 import { insideUnitOfWork } from '../nemesis/api-faults.ts';
 import { injectFault } from '../nemesis/index.ts';
+import type { FaultOutcome } from '../nemesis/context.ts';
+import { livenessRestart } from '../nemesis/process-faults.ts';
 import { manualFault } from '../nemesis/manual.ts';
 import type { ProgramProcess } from '../program-instance.ts';
 import { InputWriter, planSeedTransactions, splitIntoWaves, type SeedTransaction } from '../seeder.ts';
@@ -347,8 +349,9 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
       if (multi) await this.waitForStableGroup(Math.min(12_000, attempt.deadline - Date.now()));
       const recordedBefore = attempt.history.faults.length;
       const armedAt = Date.now();
+      let outcome: FaultOutcome | void;
       try {
-        await injectFault(this, fault, this.nextWave());
+        outcome = await injectFault(this, fault, this.nextWave());
       } catch (err) {
         if (!(err instanceof FaultPastTimeLimit)) throw err;
         this.system(`${err.message} (a fault after the limit would only disturb what is about to be judged).`);
@@ -358,9 +361,11 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
       this.liveness.faultEnded(fault.kind);
       if (fault.attempt === 1 && !fault.disturbed) this.faultsDone++;
       const records = attempt.history.faults.slice(recordedBefore);
-      this.obligations.settle(fault, records, queue, waves.length > 0, this.lostItsChance(fault, armedAt, records));
+      this.obligations.settle(fault, records, queue, waves.length > 0, this.lostItsChance(fault, armedAt, records), outcome?.withoutEffect);
       await this.progressTracker.waitFor(this.committedWritten, Math.min(15_000, attempt.deadline - Date.now()), () => this.liveness.stuckAgain());
       await this.liveness.letStallShow();
+      // keeps-up has its evidence; a program still stuck would only let the next faults fall back.
+      if (queue.length) await this.restartStuck();
     }
     for (const wave of waves) await this.writeWave(wave);
 
@@ -400,6 +405,26 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
     const m = this.maintenance;
     const down = !brokerFault && m.lastDowntimeBeganAt <= firedAt && (m.isDown || m.lastDowntimeEndedAt >= armedAt);
     return exited || down;
+  }
+
+  /**
+   * A liveness probe, as an orchestrator runs one: once keeps-up has recorded a stall and the
+   * program is stuck still (input waiting, nothing holding it), its stuck instances are killed and
+   * started again with the same identity, so the faults still owed reach their points in a running
+   * program. (A failed send left unaborted wedges a program for good; without this, every fault
+   * after it fell back and the one that exposes the program's other bug could run out of time.)
+   * Only after a stall: a program that keeps up is never restarted by it.
+   */
+  private async restartStuck(): Promise<void> {
+    if (!this.liveness.stuckNow()) return;
+    const live = [...this.slots].filter((s) => s.current.alive);
+    // Our wrapper says which instance holds the open transaction; otherwise every live one.
+    const holding = live.filter((s) => s.txnOpen);
+    for (const slot of holding.length ? holding : live) {
+      const why = 'stuck past keeps-up\'s bound with input waiting';
+      this.attempt.history.mark('exit', slot.current.id, `liveness restart by the grader: ${why}`);
+      await livenessRestart(this, slot, why);
+    }
   }
 
   /** Multi-instance labs: waits until the group is Stable with one member per running slot. */
