@@ -1,0 +1,44 @@
+/**
+ * A wedge must not hide a program's other bug. single-stage's offsets-after-commit-no-abort has two
+ * mistakes: a failed send it never aborts (every later transaction() throws: it is stuck) and input
+ * offsets committed after the transaction (a kill at after:commit duplicates a batch). On quick
+ * seed 1006 the plan's first fault is that send-error, at +1 s. Before the grader restarted a
+ * stuck program, the later faults all fell back on the idle process and the grade failed keeps-up
+ * only, never showing the duplicates. Now: keeps-up records the stall, the grader restarts the
+ * stuck instance as a liveness probe would, and the kill at after:commit lands and exposes them.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { connectCluster, type KafkaCluster } from '../lab-server/broker/cluster.ts';
+import { ROOT_DIR } from '../lab-server/core/paths.ts';
+import { gradeProgram } from '../lab-server/runner/check-labs.ts';
+
+let cluster: KafkaCluster;
+
+beforeAll(async () => {
+  process.env.KAFKA_BROKERS = inject('brokers').join(',');
+  cluster = await connectCluster();
+});
+
+afterAll(async () => {
+  await cluster?.close();
+});
+
+describe('a program stuck after a failed send', () => {
+  it('is restarted once keeps-up has its stall, so the owed kill at after:commit still exposes its duplicates', async () => {
+    const code = fs.readFileSync(path.join(ROOT_DIR, 'labs/single-stage/broken/offsets-after-commit-no-abort.ts'), 'utf8');
+    const report = await gradeProgram(cluster, 'single-stage', { kind: 'code', code }, { quick: true, seed: 1006 });
+    const failed = report.checks.filter((c) => !c.passed).map((c) => c.name);
+    const why = `${report.message}\n${JSON.stringify(report.faults)}`;
+    expect(report.verdict, why).toBe('fail');
+    // The wedge is a finding, and so are the duplicates it used to hide.
+    expect(failed, why).toEqual(expect.arrayContaining(['keeps-up', 'no-duplicates']));
+    expect(report.faults[0], why).toMatchObject({ kind: 'send-error' });
+    const restart = report.timeline.find((e) => e.kind === 'exit' && e.detail?.includes('liveness restart'));
+    expect(restart, JSON.stringify(report.timeline)).toBeDefined();
+    // The kill that exposes the duplicates reached its point in the restarted program.
+    const later = report.faults.filter((f) => f.atMs > restart!.atMs);
+    expect(later.some((f) => f.kind === 'kill' && f.crashPoint === 'after:commit' && f.landed === 'at-point'), why).toBe(true);
+  }, 150_000);
+});
