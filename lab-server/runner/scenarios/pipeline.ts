@@ -444,6 +444,7 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
     // ends: nothing can be judged complete, or quiet, before then.
     await this.writer.settled();
     progress.lastActivityAt = Date.now();
+    let lastHeldAt = 0;
     let overtimeSaid = false;
     while (Date.now() < attempt.deadline || this.overtime()) {
       if (!overtimeSaid && Date.now() >= attempt.deadline) {
@@ -460,8 +461,12 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
       // the work. Wait long enough for keeps-up to see it as the stall it is.
       // (Once a stall is on record, keeps-up has its evidence: no need to wait for another.)
       if (this.committedWritten > progress.processed && this.liveness.liveTransactionOpen() && !this.liveness.stallFound) quietMs = Math.max(quietMs, STALL_BOUND_MS + 1_500);
-      // A broker restart (this grade's or a parallel one's) is nobody's lack of progress.
-      const quietSince = Math.max(progress.lastActivityAt, this.maintenance.lastDowntimeEndedAt);
+      // A broker restart (this grade's or a parallel one's) is nobody's lack of progress, nor is
+      // any other hold keeps-up allows: a restart or rebalance still within the group's timeouts (a
+      // JVM restarted under load takes a while), a paused instance, a stopped instance's open
+      // transaction the coordinator has yet to abort. Quiet counts from the end of the hold.
+      if (this.liveness.holdReason()) lastHeldAt = Date.now();
+      const quietSince = Math.max(progress.lastActivityAt, this.maintenance.lastDowntimeEndedAt, lastHeldAt);
       // Quiet after some work: its output counts too (offsets to the wrong place never show progress).
       if (!this.maintenance.isDown && Date.now() - quietSince > quietMs && progress.outputSeen) {
         this.system(`No progress for ${quietMs / 1000} s with ${progress.processed}/${this.expected} inputs processed: verifying now.`);
