@@ -9,26 +9,17 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { connectCluster, type KafkaCluster } from '../lab-server/broker/cluster.ts';
+import { describe, expect, it } from 'vitest';
 import { ROOT_DIR } from '../lab-server/core/paths.ts';
 import { gradeProgram } from '../lab-server/runner/check-labs.ts';
+import { useGradingCluster } from './support/kafka.ts';
 
-let cluster: KafkaCluster;
-
-beforeAll(async () => {
-  process.env.KAFKA_BROKERS = inject('brokers').join(',');
-  cluster = await connectCluster();
-});
-
-afterAll(async () => {
-  await cluster?.close();
-});
+const cluster = useGradingCluster();
 
 describe('a program stuck after a failed send', () => {
   it('is restarted once keeps-up has its stall, so the owed kill at after:commit still exposes its duplicates', async () => {
     const code = fs.readFileSync(path.join(ROOT_DIR, 'labs/single-stage/broken/offsets-after-commit-no-abort.ts'), 'utf8');
-    const report = await gradeProgram(cluster, 'single-stage', { kind: 'code', code }, { quick: true, seed: 1006 });
+    const report = await gradeProgram(cluster(), 'single-stage', { kind: 'code', code }, { quick: true, seed: 1006 });
     const failed = report.checks.filter((c) => !c.passed).map((c) => c.name);
     const why = `${report.message}\n${JSON.stringify(report.faults)}`;
     expect(report.verdict, why).toBe('fail');

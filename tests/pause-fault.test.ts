@@ -6,28 +6,19 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { connectCluster, type KafkaCluster } from '../lab-server/broker/cluster.ts';
+import { describe, expect, it } from 'vitest';
 import { ROOT_DIR } from '../lab-server/core/paths.ts';
 import { gradeProgram } from '../lab-server/runner/check-labs.ts';
 import type { ProgramInput } from '../lab-server/runner/types.ts';
+import { useGradingCluster } from './support/kafka.ts';
 
-let cluster: KafkaCluster;
-
-beforeAll(async () => {
-  process.env.KAFKA_BROKERS = inject('brokers').join(',');
-  cluster = await connectCluster();
-});
-
-afterAll(async () => {
-  await cluster?.close();
-});
+const cluster = useGradingCluster();
 
 const program = (file: string): ProgramInput => ({ kind: 'code', code: fs.readFileSync(path.join(ROOT_DIR, 'labs/zombie', file), 'utf8') });
 
 describe('pause fault', () => {
   it('freezes an instance mid-transaction without a replacement, then resumes it: a per-instance id commits the zombie batch', async () => {
-    const report = await gradeProgram(cluster, 'zombie', program('broken/per-instance-id.ts'), { quick: true, seed: 3 });
+    const report = await gradeProgram(cluster(), 'zombie', program('broken/per-instance-id.ts'), { quick: true, seed: 3 });
     const pause = report.faults.find((f) => f.kind === 'pause');
     expect(pause, JSON.stringify(report.faults)).toBeDefined();
     expect(pause!.inTransaction).toBe(true);
@@ -47,7 +38,7 @@ describe('pause fault', () => {
   }, 150_000);
 
   it('one transactional.id per input partition fences the resumed instance', async () => {
-    const report = await gradeProgram(cluster, 'zombie', program('solution.ts'), { quick: true, seed: 3 });
+    const report = await gradeProgram(cluster(), 'zombie', program('solution.ts'), { quick: true, seed: 3 });
     expect(report.verdict, `${report.message}\n${report.checks.filter((c) => !c.passed).flatMap((c) => c.evidence).join('\n')}`).toBe('pass');
     expect(report.faults.find((f) => f.kind === 'pause')?.inTransaction).toBe(true);
   }, 150_000);

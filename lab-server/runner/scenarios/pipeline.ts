@@ -21,10 +21,9 @@ import type { AimedHit, ProgramDriver } from '../driver/contract.ts';
 import { FaultPastTimeLimit, untilDeadline } from '../driver/until-deadline.ts';
 import { planFaults, type FaultPlan, type PlannedFault } from '../fault-plan.ts';
 import type { AttemptLifecycle, Outcome, ProgressFigures, Scenario } from '../lifecycle.ts';
-import type { NemesisContext } from '../nemesis/context.ts';
+import type { FaultOutcome, NemesisContext } from '../nemesis/context.ts';
 import { insideUnitOfWork } from '../nemesis/api-faults.ts';
 import { injectFault } from '../nemesis/index.ts';
-import type { FaultOutcome } from '../nemesis/context.ts';
 import { livenessRestart } from '../nemesis/process-faults.ts';
 import { manualFault } from '../nemesis/manual.ts';
 import type { ProgramProcess } from '../program-instance.ts';
@@ -422,8 +421,8 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
     const live = [...this.slots].filter((s) => s.current.alive);
     // Our wrapper says which instance holds the open transaction; otherwise every live one.
     const holding = live.filter((s) => s.txnOpen);
+    const why = "stuck past keeps-up's bound with input waiting";
     for (const slot of holding.length ? holding : live) {
-      const why = 'stuck past keeps-up\'s bound with input waiting';
       this.attempt.history.mark('exit', slot.current.id, `liveness restart by the grader: ${why}`);
       await livenessRestart(this, slot, why);
     }
