@@ -58,6 +58,8 @@ function fakeAttempt(options: { lab?: PipelineLab; control?: boolean; nodes?: nu
   const cluster = { restarts: 0, killed: [] as number[], started: [] as number[], exclusiveDuringRestart: false };
   const maintenance = new MaintenanceLock();
   let committed = 0;
+  /** What the broker says about the open transactions' expiry (ctx.earliestTransactionExpiry). */
+  const broker = { expiry: null as number | null, asked: 0 };
   const driver = new FakeDriver();
   const startSlot = (n: number): Slot => {
     const previous = slots.get(n);
@@ -112,6 +114,10 @@ function fakeAttempt(options: { lab?: PipelineLab; control?: boolean; nodes?: nu
     nextWave: () => wave(2),
     realTopic: (t) => `ns-${t}`,
     brokerSaysTransactionOpen: async () => null,
+    earliestTransactionExpiry: async () => {
+      broker.asked++;
+      return broker.expiry;
+    },
     slot: (n) => slots.get(n),
     startSlot,
     expectExit: (i) => void expected.add(i),
@@ -128,7 +134,7 @@ function fakeAttempt(options: { lab?: PipelineLab; control?: boolean; nodes?: nu
     emitState: () => {},
   };
   const first = slots.get(1)!.current as FakeProcess;
-  return { ctx, driver, slots, zombies, expected, members, recorded, waves, lines, left, cluster, first };
+  return { ctx, driver, slots, zombies, expected, members, recorded, waves, lines, left, cluster, first, broker };
 }
 
 describe('the nemesis table', () => {
@@ -201,6 +207,36 @@ describe('process faults', () => {
     const silent = fakeAttempt();
     silent.first.exitOnResume = true;
     expect(await injectFault(silent.ctx, fault('zombie'), wave(2))).toMatchObject({ withoutEffect: expect.stringContaining('no transactional call') });
+  });
+
+  it('zombie: one whose transaction outlived its own timeout while frozen is owed again (the broker aborted it, nothing was fenced)', async () => {
+    const fenced = 'Producer attempted an operation with an old epoch. Either there is a newer producer with the same transactionalId, or the producer\'s transaction has been expired by the broker';
+    const expired = fakeAttempt();
+    expired.broker.expiry = Date.now() - 1_000; // already past when it wakes
+    expired.first.exitOnResume = true;
+    expired.first.eventsOnResume = [{ t: 'failed', op: 'commit', txnOpen: true, error: fenced }];
+    expect(await injectFault(expired.ctx, fault('zombie'), wave(2))).toMatchObject({ withoutEffect: expect.stringMatching(/after its transaction's own transactionTimeout had run out/) });
+    expect(expired.broker.asked).toBe(1);
+    // Inside its timeout the same refusal is the broker's verdict on the zombie: it counts.
+    const inTime = fakeAttempt();
+    inTime.broker.expiry = Date.now() + 60_000;
+    inTime.first.exitOnResume = true;
+    inTime.first.eventsOnResume = [{ t: 'failed', op: 'commit', txnOpen: true, error: fenced }];
+    expect(await injectFault(inTime.ctx, fault('zombie'), wave(2))).toBeUndefined();
+    // Past its timeout but its commit went through (the coordinator had not swept it yet): it counts.
+    const through = fakeAttempt();
+    through.broker.expiry = Date.now() - 1_000;
+    through.first.exitOnResume = true;
+    through.first.eventsOnResume = [{ t: 'call', point: 'after:commit', txnOpen: false }];
+    expect(await injectFault(through.ctx, fault('zombie'), wave(2))).toBeUndefined();
+    // Frozen between transactions: nothing to expire, the broker is not asked.
+    const between = fakeAttempt();
+    between.driver.hit = { txnOpen: false };
+    between.broker.expiry = Date.now() - 1_000;
+    between.first.exitOnResume = true;
+    between.first.eventsOnResume = [{ t: 'failed', op: 'commit', txnOpen: true, error: fenced }];
+    expect(await injectFault(between.ctx, fault('zombie'), wave(2))).toBeUndefined();
+    expect(between.broker.asked).toBe(0);
   });
 
   it('zombie: one that commits after waking had its effect', async () => {

@@ -29,6 +29,12 @@ export interface NemesisContext extends DriverContext {
   /** Labs with an `api` block: the attempt's namespace of the lab HTTP API. */
   readonly api: ApiNamespace | null;
   readonly stopping: boolean;
+  /**
+   * When the coordinator may first expire a transaction open now (its start plus its own
+   * transactionTimeout, the earliest of the attempt's open ones, ms since the epoch); null when
+   * the broker shows none open or cannot say. Broker truth, not the program's word.
+   */
+  earliestTransactionExpiry(): Promise<number | null>;
   /** Committed inputs written so far. */
   readonly committedWritten: number;
   slot(n: number): Slot | undefined;

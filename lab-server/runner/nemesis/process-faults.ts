@@ -56,6 +56,10 @@ export const zombieFault: FaultHandler = async (ctx, fault, wave) => {
   const { instance, event } = await ctx.driver.armAndWrite(ctx, slot, fault, 'pause', wave);
   instance.pause();
   ctx.addZombie(instance);
+  // Frozen longer than its own transactionTimeout, the zombie wakes to a transaction the broker
+  // has already aborted: that failure is the timeout's doing, not fencing. Asked now, while the
+  // transaction is still open; answered while the replacement starts.
+  const expiry = event?.txnOpen && ctx.driver.kind === 'instrumented' ? ctx.earliestTransactionExpiry() : Promise.resolve(null);
   ctx.recordFault(fault, instance.id, event, event ? null : await ctx.driver.openTransactionNow(ctx, slot), 'paused; a replacement with the same identity starts');
   const replacement = ctx.startSlot(slot.slot).current;
   // New input, so the replacement has work of its own while the zombie is frozen mid-transaction.
@@ -73,6 +77,7 @@ export const zombieFault: FaultHandler = async (ctx, fault, wave) => {
   }
   ctx.system(`${instance.id} (the zombie) resumes`);
   const effect = watchJudgedCalls(instance);
+  const resumedAt = Date.now();
   instance.resume();
   const exited = await Promise.race([instance.exited.then(() => true), sleep(4_000, false)]);
   // The channel's last events may be read just after the exit is seen.
@@ -84,8 +89,14 @@ export const zombieFault: FaultHandler = async (ctx, fault, wave) => {
   }
   ctx.removeZombie(instance);
   // Only our wrapper reports calls: an opaque program's zombie is taken as it comes.
-  if (exited && !effect.judged() && ctx.driver.kind === 'instrumented') {
+  if (ctx.driver.kind !== 'instrumented') return;
+  if (exited && !effect.judged()) {
     return { withoutEffect: `${instance.id} (the zombie) exited on waking before the broker judged any call of it (${effect.lastError() ?? 'no transactional call'}): whether it was fenced was never shown` };
+  }
+  const expiresAt = await expiry;
+  if (effect.firstVerdict() === 'refused' && expiresAt !== null && resumedAt >= expiresAt) {
+    const late = ((resumedAt - expiresAt) / 1000).toFixed(1);
+    return { withoutEffect: `${instance.id} (the zombie) woke ${late} s after its transaction's own transactionTimeout had run out, so the broker had already aborted it: its refused call says nothing about fencing` };
   }
 };
 
@@ -97,17 +108,21 @@ export const zombieFault: FaultHandler = async (ctx, fault, wave) => {
  */
 const UNJUDGED = /closed connection|connection (?:error|closed|refused|reset)|ECONNREFUSED|ECONNRESET|EPIPE|socket hang ?up|coordinator is loading|not the (?:correct )?coordinator|COORDINATOR_(?:LOAD_IN_PROGRESS|NOT_AVAILABLE)|NOT_COORDINATOR|timed? ?out|broker not (?:connected|available)|leader not available|not leader/i;
 
-/** Watches a resumed zombie for a call the broker judged: one that went through (an after: point), or failed with the broker's verdict. */
+/**
+ * Watches a resumed zombie for the first call the broker judged: one that went through (an after:
+ * point), or one the broker refused (its verdict: fenced, an old epoch, a stale generation).
+ */
 function watchJudgedCalls(instance: ProgramProcess) {
-  let judged = false;
+  let verdict: 'through' | 'refused' | null = null;
   let lastError: string | null = null;
   const onEvent = (e: ChildEvent) => {
-    if (e.t === 'call' && e.point.startsWith('after:')) judged = true;
+    if (verdict) return;
+    if (e.t === 'call' && e.point.startsWith('after:')) verdict = 'through';
     else if (e.t === 'failed' && UNJUDGED.test(e.error)) lastError = `${e.op} failed: ${e.error.slice(0, 120)}`;
-    else if (e.t === 'failed') judged = true;
+    else if (e.t === 'failed') verdict = 'refused';
   };
   instance.on('event', onEvent);
-  return { judged: () => judged, lastError: () => lastError, stop: () => void instance.off('event', onEvent) };
+  return { judged: () => verdict !== null, firstVerdict: () => verdict, lastError: () => lastError, stop: () => void instance.off('event', onEvent) };
 }
 
 /**

@@ -11,6 +11,7 @@ import type { ApiNamespace } from '../../api/lab-api.ts';
 import { findTransactionCoordinator, waitForFullIsr } from '../../kafka/coordinator.ts';
 import { removeGroupMember } from '../../kafka/group-offsets.ts';
 import { waitForStableGroup } from '../../kafka/group-wait.ts';
+import { listTransactions } from '../../kafka/transactions.ts';
 import type { TransactionTimeoutWatch } from '../checkers/transaction-timeouts.ts';
 import type { AttemptDatabase } from '../database-attempt.ts';
 import type { Slot, Supervisor } from '../supervisor.ts';
@@ -178,6 +179,16 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
   /** Was a transaction open? The broker knows (LSO < HWM on a topic the program writes). */
   brokerSaysTransactionOpen(): Promise<boolean | null> {
     return brokerSeesOpenTransaction(this.progressTracker.probe, this.lab.topics.filter((t) => t.role !== 'input').map((t) => this.realTopic(t.name)));
+  }
+
+  async earliestTransactionExpiry(): Promise<number | null> {
+    try {
+      const open = (await listTransactions(this.brokers, this.attempt.namespace)).filter((t) => t.state === 'Ongoing' && t.startedAt && t.timeoutMs);
+      return open.length ? Math.min(...open.map((t) => Date.parse(t.startedAt!) + t.timeoutMs!)) : null;
+    } catch (err) {
+      this.system(`could not ask the broker when the open transactions expire (${describeError(err)})`);
+      return null;
+    }
   }
 
   /**
