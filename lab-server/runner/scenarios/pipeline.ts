@@ -10,7 +10,6 @@ import { describeError, KafkaIqError } from '../../core/errors.ts';
 import type { ApiNamespace } from '../../api/lab-api.ts';
 import { findTransactionCoordinator, waitForFullIsr } from '../../kafka/coordinator.ts';
 import { removeGroupMember } from '../../kafka/group-offsets.ts';
-import { waitForStableGroup } from '../../kafka/group-wait.ts';
 import { listTransactions } from '../../kafka/transactions.ts';
 import type { TransactionTimeoutWatch } from '../checkers/transaction-timeouts.ts';
 import type { AttemptDatabase } from '../database-attempt.ts';
@@ -19,30 +18,24 @@ import { DEFAULTS_ENV } from '../child/protocol.ts';
 import { brokerSeesOpenTransaction } from '../../kafka/open-transaction.ts';
 import type { ManualFault } from '../contract.ts';
 import type { AimedHit, ProgramDriver } from '../driver/contract.ts';
-import { FaultPastTimeLimit, untilDeadline } from '../driver/until-deadline.ts';
+import { untilDeadline } from '../driver/until-deadline.ts';
 import { planFaults, type FaultPlan, type PlannedFault } from '../fault-plan.ts';
 import type { AttemptLifecycle, Outcome, ProgressFigures, Scenario } from '../lifecycle.ts';
-import type { FaultOutcome, NemesisContext } from '../nemesis/context.ts';
+import type { NemesisContext } from '../nemesis/context.ts';
 import { insideUnitOfWork } from '../nemesis/api-faults.ts';
-import { injectFault } from '../nemesis/index.ts';
-import { livenessRestart } from '../nemesis/process-faults.ts';
 import { manualFault } from '../nemesis/manual.ts';
 import type { ProgramProcess } from '../program-instance.ts';
-import { InputWriter, planSeedTransactions, splitIntoWaves, type SeedTransaction } from '../seeder.ts';
-import { awaitAbandonedTransactions, type AbandonedTransactions } from './abandoned-transactions.ts';
+import { InputWriter, planSeedTransactions, type SeedTransaction } from '../seeder.ts';
+import type { AbandonedTransactions } from './abandoned-transactions.ts';
 import { FaultObligations } from './fault-obligations.ts';
-import { PipelineLiveness, STALL_BOUND_MS } from './pipeline-liveness.ts';
+import { PipelineLiveness } from './pipeline-liveness.ts';
 import type { StallWatch } from './stall-watch.ts';
 import { collectPipeline } from './pipeline-collect.ts';
+import { playPipeline } from './pipeline-play.ts';
 import type { PipelineParts } from './pipeline-parts.ts';
 import { pipelineSupervisor, preparePipeline } from './pipeline-prepare.ts';
 import { PipelineProgress } from './pipeline-progress.ts';
-import { measureThroughput, type ThroughputResult } from './throughput.ts';
-
-const QUIET_MS = 6_000;
-const STOP_GRACE_MS = 8_000;
-/** How much longer than its limit a grade may settle while the program keeps up (see overtime). */
-const OVERTIME_SHARE = 0.5;
+import type { ThroughputResult } from './throughput.ts';
 
 export class PipelineScenario implements Scenario, NemesisContext, PipelineParts {
   readonly progressEveryMs = 300;
@@ -68,10 +61,12 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
   readonly obligations = new FaultObligations(this.reachedPoints, (line) => this.system(line));
   readonly stallWatch: StallWatch;
   /** Holds, stalls and transactions held at the end (pipeline-liveness.ts). */
-  private readonly liveness: PipelineLiveness;
-  private faultPlan: FaultPlan | null = null;
-  private expected = 0;
-  private takeWave: () => SeedTransaction[] = () => [];
+  readonly liveness: PipelineLiveness;
+  faultPlan: FaultPlan | null = null;
+  /** Committed input records the grade writes in all (set when the plan starts). */
+  expected = 0;
+  /** The next input wave (set when the plan splits the input). */
+  takeWave: () => SeedTransaction[] = () => [];
 
   constructor(
     readonly attempt: AttemptLifecycle,
@@ -305,199 +300,8 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
     if (attempt.elapsed() >= attempt.limitMs) this.system(`Run stopped after its limit of ${Math.round(attempt.limitMs / 60_000)} min.`);
   }
 
-  async play(): Promise<void> {
-    const { attempt } = this;
-    const plan = this.faultPlan!;
-    // Performance labs: time a baseline and the learner's program on bursts of their own topics
-    // first, before any fault, so the timing is clean and the lab's topics stay untouched.
-    if (this.lab.throughput) {
-      this.throughput = await measureThroughput({
-        lab: { dir: attempt.lab.dir, definition: this.lab },
-        kafka: attempt.kafka,
-        brokers: this.brokers,
-        namespace: attempt.namespace,
-        learner: attempt.source,
-        env: (namespace) => this.env(1, namespace),
-        workDir: attempt.workDir,
-        system: (line) => this.system(line),
-        output: (instance, stream, line) => attempt.sink.line(instance, stream, line),
-      });
-    }
-    // The input is drawn from the grade's seed too (seeder.ts): it cannot be known in advance.
-    const transactions = planSeedTransactions(this.lab, this.faultPlan?.seed);
-    // One wave per fault, a spare per fault for the "after a send" fallback, one for the zombie's
-    // replacement to chew on, and a last one. A fault must never find the input used up.
-    // Several instances also get a warm-up wave (see below).
-    const multi = this.lab.instances > 1;
-    // Owed faults (see obligations) are armed again with fresh input: two spare waves per aimed fault.
-    const aimed = plan.faults.filter((f) => f.points?.length).length;
-    const waves = splitIntoWaves(transactions, 2 * plan.faults.length + 1 + plan.faults.filter((f) => f.kind === 'zombie').length + (multi ? 1 : 0) + 2 * aimed);
-    this.takeWave = () => waves.shift() ?? [];
-    this.expected = transactions.filter((t) => t.commit).reduce((n, t) => n + t.records.length, 0);
-    this.system(
-      `Grading ${attempt.lab.id} (${attempt.options.mode === 'quick' ? 'quick' : 'full'}), seed ${plan.seed}: ${plan.faults.length} faults, ${this.expected} committed input records in ${waves.length} waves, limit ${Math.round(attempt.limitMs / 1000)} s.`,
-    );
-    for (let i = 1; i <= this.lab.instances; i++) this.startSlot(i);
-    attempt.phase = 'running';
-    attempt.downtimeAtStart = this.maintenance.downtimeMs;
-
-    if (multi) {
-      // Several instances join one by one (each join is a rebalance), and a program's first batch
-      // of a partition may do extra work (a producer per partition, fencing). Let the group form
-      // and process a first wave, so the first fault's crash point is reached as quickly as later ones.
-      await this.waitForStableGroup(Math.min(12_000, attempt.deadline - Date.now()));
-      await this.writeWave(this.nextWave());
-      await this.progressTracker.waitFor(this.committedWritten, Math.min(15_000, attempt.deadline - Date.now()));
-    }
-    const queue: PlannedFault[] = plan.faults.map((f) => ({ ...f, attempt: 1 }));
-    while (queue.length) {
-      const fault = queue.shift()!;
-      if (Date.now() > attempt.deadline) {
-        this.obligations.outOfTime(fault, queue);
-        break;
-      }
-      // Several instances: every start, exit and join is a rebalance. Arm the next fault once the
-      // group is stable again, so the instance it targets owns partitions when the wave arrives.
-      if (multi) await this.waitForStableGroup(Math.min(12_000, attempt.deadline - Date.now()));
-      const recordedBefore = attempt.history.faults.length;
-      const armedAt = Date.now();
-      let outcome: FaultOutcome | void;
-      try {
-        outcome = await injectFault(this, fault, this.nextWave());
-      } catch (err) {
-        if (!(err instanceof FaultPastTimeLimit)) throw err;
-        this.system(`${err.message} (a fault after the limit would only disturb what is about to be judged).`);
-        this.obligations.outOfTime(fault, queue);
-        break;
-      }
-      this.liveness.faultEnded(fault.kind);
-      if (fault.attempt === 1 && !fault.disturbed) this.faultsDone++;
-      const records = attempt.history.faults.slice(recordedBefore);
-      this.obligations.settle(fault, records, queue, waves.length > 0, this.lostItsChance(fault, armedAt, records), outcome?.withoutEffect);
-      await this.progressTracker.waitFor(this.committedWritten, Math.min(15_000, attempt.deadline - Date.now()), () => this.liveness.stuckAgain());
-      await this.liveness.letStallShow();
-      // keeps-up has its evidence; a program still stuck would only let the next faults fall back.
-      if (queue.length) await this.restartStuck();
-    }
-    for (const wave of waves) await this.writeWave(wave);
-
-    attempt.phase = 'settling';
-    this.timedOut = !(await this.settle());
-    if (this.timedOut) this.system(`Time limit of ${Math.round(attempt.limitMs / 1000)} s reached with ${this.processed}/${this.expected} inputs processed: verifying what is there.`);
-    this.heldAtEnd = await this.liveness.transactionsHeldAtEnd();
-    attempt.stopping = true;
-    // A generous grace: a program finishing its last transaction on a busy machine must not be
-    // SIGKILLed mid-transaction by us, or the hanging transaction would be blamed on it.
-    await this.supervisor.stopAll(STOP_GRACE_MS);
-    attempt.emitState();
-    // Transactions of instances that are gone end when the coordinator aborts them: wait for that
-    // (bounded) before anything is judged, and measure how long the output was held back.
-    this.abandoned = await this.maintenance.withShared(() =>
-      awaitAbandonedTransactions({
-        probe: this.progressTracker.probe,
-        brokers: this.brokers,
-        namespace: attempt.namespace,
-        topics: this.lab.topics.filter((t) => t.role !== 'input').map((t) => this.realTopic(t.name)),
-        system: (line) => this.system(line),
-      }),
-    );
-  }
-
-  /**
-   * Whether the program lost its chance at an aimed fault's point between arming and firing: it
-   * exited on its own (the arm died with that incarnation), or the broker was down (the fault's own
-   * downtime aside). Such a fallback is not counted as a try (fault-obligations.ts).
-   */
-  private lostItsChance(fault: PlannedFault, armedAt: number, records: readonly FaultRecord[]): boolean {
-    const fired = records.find((r) => r.aimedAt);
-    if (!fault.points?.length || !fired) return false;
-    const firedAt = Date.now() - this.attempt.elapsed() + fired.atMs;
-    const exited = this.supervisor.lastSelfExitAt >= armedAt && this.supervisor.lastSelfExitAt <= firedAt;
-    const brokerFault = fault.kind === 'broker-restart' || fault.kind === 'coordinator-kill';
-    const m = this.maintenance;
-    const down = !brokerFault && m.lastDowntimeBeganAt <= firedAt && (m.isDown || m.lastDowntimeEndedAt >= armedAt);
-    return exited || down;
-  }
-
-  /**
-   * A liveness probe, as an orchestrator runs one: once keeps-up has recorded a stall and the
-   * program is stuck still (input waiting, nothing holding it), its stuck instances are killed and
-   * started again with the same identity, so the faults still owed reach their points in a running
-   * program. (A failed send left unaborted wedges a program for good; without this, every fault
-   * after it fell back and the one that exposes the program's other bug could run out of time.)
-   * Only after a stall: a program that keeps up is never restarted by it.
-   */
-  private async restartStuck(): Promise<void> {
-    if (!this.liveness.stuckNow()) return;
-    const live = [...this.slots].filter((s) => s.current.alive);
-    // Our wrapper says which instance holds the open transaction; otherwise every live one.
-    const holding = live.filter((s) => s.txnOpen);
-    const why = "stuck past keeps-up's bound with input waiting";
-    for (const slot of holding.length ? holding : live) {
-      this.attempt.history.mark('exit', slot.current.id, `liveness restart by the grader: ${why}`);
-      await livenessRestart(this, slot, why);
-    }
-  }
-
-  /** Multi-instance labs: waits until the group is Stable with one member per running slot. */
-  private async waitForStableGroup(timeoutMs: number): Promise<void> {
-    const wanted = () => [...this.slots].filter((s) => s.current.alive).length;
-    const stable = await waitForStableGroup(this.attempt.kafka, this.attempt.groupId, wanted, timeoutMs);
-    // null: the broker may be restarting; inject the fault anyway.
-    if (stable === false) this.system(`the consumer group did not settle within ${(timeoutMs / 1000).toFixed(0)} s: injecting the next fault anyway`);
-  }
-
-  /** Waits until every committed input is accounted for, or nothing moved for a while. True if all done. */
-  private async settle(): Promise<boolean> {
-    const { attempt, progressTracker: progress } = this;
-    // A seeding transaction held open (a lab's holdOpen) blocks read_committed readers until it
-    // ends: nothing can be judged complete, or quiet, before then.
-    await this.writer.settled();
-    progress.lastActivityAt = Date.now();
-    let lastHeldAt = 0;
-    let overtimeSaid = false;
-    while (Date.now() < attempt.deadline || this.overtime()) {
-      if (!overtimeSaid && Date.now() >= attempt.deadline) {
-        overtimeSaid = true;
-        this.system(
-          `Time limit of ${Math.round(attempt.limitMs / 1000)} s reached with ${progress.processed}/${this.expected} inputs processed, but the program is still keeping up (no stall): ` +
-            `letting it finish, for up to ${Math.round((OVERTIME_SHARE * attempt.limitMs) / 1000)} s more.`,
-        );
-      }
-      if (progress.processed >= this.expected && this.supervisor.zombies.size === 0 && progress.settled()) return true;
-      const laterStagesBehind = progress.staged && progress.processed >= this.expected && !progress.stagesCaughtUp;
-      let quietMs = this.driver.quietMs(QUIET_MS, laterStagesBehind);
-      // Input waiting and a live instance sitting on an open transaction: a wedge, not the end of
-      // the work. Wait long enough for keeps-up to see it as the stall it is.
-      // (Once a stall is on record, keeps-up has its evidence: no need to wait for another.)
-      if (this.committedWritten > progress.processed && this.liveness.liveTransactionOpen() && !this.liveness.stallFound) quietMs = Math.max(quietMs, STALL_BOUND_MS + 1_500);
-      // A broker restart (this grade's or a parallel one's) is nobody's lack of progress, nor is
-      // any other hold keeps-up allows: a restart or rebalance still within the group's timeouts (a
-      // JVM restarted under load takes a while), a paused instance, a stopped instance's open
-      // transaction the coordinator has yet to abort. Quiet counts from the end of the hold.
-      if (this.liveness.holdReason()) lastHeldAt = Date.now();
-      const quietSince = Math.max(progress.lastActivityAt, this.maintenance.lastDowntimeEndedAt, lastHeldAt);
-      // Quiet after some work: its output counts too (offsets to the wrong place never show progress).
-      if (!this.maintenance.isDown && Date.now() - quietSince > quietMs && progress.outputSeen) {
-        this.system(`No progress for ${quietMs / 1000} s with ${progress.processed}/${this.expected} inputs processed: verifying now.`);
-        return true;
-      }
-      await sleep(200);
-    }
-    return false;
-  }
-
-  /**
-   * Past the time limit (no more faults fire), a program that is still keeping up settles on, at
-   * most OVERTIME_SHARE of the limit more: on a busy machine a correct program's restarts take
-   * longer (a JVM under load, a killed producer's transaction timeout), and the limit is there to
-   * end a stuck program, not to cut off a working one. Keeping up means what keeps-up means: no
-   * stall on record, and the current stretch without progress (holds aside) within the bound.
-   */
-  private overtime(): boolean {
-    const { attempt } = this;
-    if (Date.now() >= attempt.deadline + OVERTIME_SHARE * attempt.limitMs || this.liveness.stallFound) return false;
-    return (this.stallWatch.developingMs() ?? 0) <= STALL_BOUND_MS;
+  play(): Promise<void> {
+    return playPipeline(this);
   }
 
   collect(): Promise<Outcome> {
