@@ -250,7 +250,7 @@ describe('process faults', () => {
     const a = fakeAttempt();
     await injectFault(a.ctx, fault('zombie'), wave(2));
     expect(a.first.done).toEqual(['pause', 'resume', 'stop']);
-    expect(a.lines.some((l) => l.includes('kept running after it was fenced'))).toBe(true);
+    expect(a.lines.some((l) => l.includes('still running 4 s after it woke'))).toBe(true);
   }, 10_000);
 
   it('pause: frozen past the session timeout with no replacement, then resumed', async () => {

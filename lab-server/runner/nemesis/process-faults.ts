@@ -84,7 +84,7 @@ export const zombieFault: FaultHandler = async (ctx, fault, wave) => {
   if (exited && !effect.judged()) await sleep(300);
   effect.stop();
   if (!exited) {
-    ctx.system(`${instance.id} (the zombie) kept running after it was fenced: stopping it.`);
+    ctx.system(`${instance.id} (the zombie) is still running 4 s after it woke: stopping it, since its replacement now has its identity.`);
     await instance.stop(2_000);
   }
   ctx.removeZombie(instance);
