@@ -85,3 +85,44 @@ describe('effects whose id is shared by several inputs', () => {
     expect(await database([{ id: 'a', value: '1000' }]).appliedCount(committed)).toBe(0);
   });
 });
+
+// ---- read-committed-downstream, on its own seeded input ------------------------------------------
+//
+// Which seeding transactions abort moves with the grade's seed (one of abortEvery phases). Whatever
+// the phase, a reader of uncommitted data must end with rows the checks can tell apart from the
+// committed state: once, an aborted firing with ordinary counts was overwritten by the next one's
+// correction and a read_uncommitted program passed (CI, seed 544062946).
+
+describe('read-committed-downstream, for every seed', () => {
+  it('leaves a trace of the aborted firings in a read_uncommitted reader, and holds an aborted one open', async () => {
+    const { loadLab } = await import('../lab-server/labs/load-lab.ts');
+    const { planSeedTransactions } = await import('../lab-server/runner/seeder.ts');
+    const rcd = (await loadLab('read-committed-downstream')).definition;
+    if (rcd.kind !== 'pipeline' || !rcd.database) throw new Error('read-committed-downstream is a database pipeline lab');
+    const phases = new Set<string>();
+    for (let seed = 1; seed <= 40; seed++) {
+      const txns = planSeedTransactions(rcd, seed);
+      phases.add(txns.map((t) => (t.commit ? 'c' : 'a')).join(''));
+      const held = txns.filter((t) => t.holdMs);
+      expect(held, `seed ${seed}`).toHaveLength(1);
+      expect(held[0]!.commit, `seed ${seed}: the held transaction aborts`).toBe(false);
+      const seeded: SeededRecord[] = txns.flatMap((t) => t.records.map((r) => ({ ...r, committed: t.commit, offset: r.index })));
+      // Upsert readers: the last record of each window wins; totals are derived, so each row holds its count.
+      const upsert = (records: SeededRecord[]): EffectRow[] => {
+        const rows = new Map<string, string>();
+        for (const r of records) {
+          const e = rcd.database!.effect(r)!;
+          rows.set(e.id, e.value!);
+        }
+        return [...rows].map(([id, value]) => ({ id, value }));
+      };
+      const verdict = (rows: EffectRow[]) =>
+        Object.fromEntries(checkDatabaseEffects(rcd.database!, rcd, seeded, { rows }).checks.map((c) => [c.name, c.passed]));
+      expect(verdict(upsert(seeded.filter((r) => r.committed))), `seed ${seed}: read_committed`).toEqual({
+        'no-duplicate-effects': true, 'no-lost-effects': true, 'effects-correct': true, 'no-aborted-reads': true,
+      });
+      expect(verdict(upsert(seeded))['no-aborted-reads'], `seed ${seed}: read_uncommitted`).toBe(false);
+    }
+    expect(phases.size, 'the 40 seeds cover every phase').toBe(4);
+  });
+});

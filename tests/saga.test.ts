@@ -93,7 +93,7 @@ describe('saga service', () => {
 
 const lab = pipelineLabSchema.parse(sagaLab);
 const seedValue = lab.seeds[0]!.value!;
-const order = (index: number, committed = true): SeededRecord => ({ topic: 'orders', partition: 0, key: 'k', value: seedValue(index, 'k'), index, committed, offset: index });
+const order = (index: number, committed = true): SeededRecord => ({ topic: 'orders', partition: 0, key: 'k', value: seedValue(index, 'k', { ordinal: 1, committed }), index, committed, offset: index });
 const orderId = (index: number) => `ord-${String(index).padStart(5, '0')}`;
 let seq = 0;
 const effect = (step: 'reserve' | 'charge' | 'release', index: number): ApiEffect => ({

@@ -51,26 +51,29 @@ export function planSeedTransactions(lab: PipelineLab, seed?: number): SeedTrans
   const phases = lab.seeds.map((s) => (phaseRandom ? Math.floor(phaseRandom() * s.abortEvery) : 0));
   let index = 0;
   // Interleave the seeds (fan-in labs have two inputs) one transaction at a time.
-  const cursors = lab.seeds.map((seed, i) => ({ seed, written: 0, txn: 0, phase: phases[i]! }));
+  const cursors = lab.seeds.map((seed, i) => ({ seed, written: 0, txn: 0, phase: phases[i]!, heldOne: false }));
   while (cursors.some((c) => c.written < c.seed.records)) {
     for (const cursor of cursors) {
       const { seed } = cursor;
       if (cursor.written >= seed.records) continue;
       const partitions = lab.topics.find((t) => t.name === seed.topic)!.partitions;
       const size = Math.min(seed.transactionSize, seed.records - cursor.written);
+      cursor.txn++;
+      // The last transaction always commits, so every partition ends with committed data.
+      const last = cursor.written + size >= seed.records;
+      const info = { ordinal: cursor.txn, committed: last || (cursor.txn + cursor.phase) % seed.abortEvery !== 0 };
       const records: SeedRecord[] = [];
       for (let i = 0; i < size; i++) {
         const keyIndex = (cursor.written + i) % seed.keys;
         const key = `k${String(keyIndex).padStart(3, '0')}`;
-        records.push({ topic: seed.topic, partition: keyIndex % partitions, key, value: (seed.value ?? defaultValue)(index, key), index });
+        const value = seed.value ? seed.value(index, key, info) : defaultValue(index, key);
+        records.push({ topic: seed.topic, partition: keyIndex % partitions, key, value, index });
         index++;
       }
       cursor.written += size;
-      cursor.txn++;
-      // The last transaction always commits, so every partition ends with committed data.
-      const last = cursor.written >= seed.records;
-      const holdMs = seed.holdOpen?.transaction === cursor.txn ? seed.holdOpen.holdMs : undefined;
-      transactions.push({ records, commit: last || (cursor.txn + cursor.phase) % seed.abortEvery !== 0, ...(holdMs ? { holdMs } : {}) });
+      const held = seed.holdOpen && (seed.holdOpen.transaction === 'first-aborted' ? !info.committed && !cursor.heldOne : seed.holdOpen.transaction === cursor.txn);
+      if (held) cursor.heldOne = true;
+      transactions.push({ records, commit: info.committed, ...(held ? { holdMs: seed.holdOpen!.holdMs } : {}) });
     }
   }
   return transactions;

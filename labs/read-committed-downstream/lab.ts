@@ -1,4 +1,4 @@
-import { defineLab, type SeedRecord } from '../../src/shared/lab.ts';
+import { defineLab, type SeedRecord, type SeedTransactionInfo } from '../../src/shared/lab.ts';
 
 // ---- the window results the grader writes -------------------------------------------------------
 //
@@ -9,8 +9,11 @@ import { defineLab, type SeedRecord } from '../../src/shared/lab.ts';
 // removed, or higher: late clicks). A consumer must therefore treat each result as the new
 // absolute value of its window (an upsert keyed by campaign_id + window_start), never add it up.
 //
-// Every ABORT_EVERY-th firing is aborted (the upstream job crashed mid-transaction): its records
-// stay in the log but must never be seen by a read_committed consumer. An aborted firing starts
+// One firing in ABORT_EVERY is aborted (the upstream job crashed mid-transaction; which ones, the
+// grade's seed decides): its records stay in the log but must never be seen by a read_committed
+// consumer. Its values are built knowing it aborts (the seeder says so), because they must leave
+// a trace no later committed result overwrites: an ordinary firing that aborts can leave none (the
+// next firing may correct the very window it wrote). An aborted firing starts
 // with an inflated "correction" of the PREVIOUS minute's window (a window that also has committed
 // results) and then early counts for a minute that never gets a committed result. A consumer
 // that reads uncommitted data ends with the inflated value in a committed window's row and with
@@ -26,9 +29,7 @@ const RECORDS = PER_FIRING * FIRINGS;
 const ABORT_EVERY = 4;
 const FIRST_MINUTE = Date.parse('2025-03-01T09:00:00Z');
 
-/** The seeder aborts every ABORT_EVERY-th transaction, except the last one (see seeder.ts). */
 const firingOf = (index: number) => Math.floor(index / PER_FIRING);
-const isAbortedFiring = (firing: number) => (firing + 1) % ABORT_EVERY === 0 && firing < FIRINGS - 1;
 
 const iso = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z');
 
@@ -47,16 +48,16 @@ interface WindowResult {
   clicks: number;
 }
 
-function windowResult(index: number, key: string): WindowResult {
+function windowResult(index: number, key: string, committed: boolean): WindowResult {
   const firing = firingOf(index);
   const position = index % PER_FIRING;
   const campaign = position % CAMPAIGNS;
   const slot = Math.floor(position / CAMPAIGNS); // 0: early, 1: update, 2: final
   let windowFiring = firing;
   let clicks = counts(campaign, firing)[slot]!;
-  if (isAbortedFiring(firing)) {
-    // The crashed job's firing: an inflated correction of the previous minute, then early
-    // counts of a minute that the job's successor never confirms.
+  if (!committed) {
+    // The crashed job's firing: an inflated correction of the previous minute (the one before the
+    // first, when the first firing aborts), then early counts of a minute nothing ever confirms.
     if (slot === 0) {
       windowFiring = firing - 1;
       clicks = counts(campaign, firing - 1)[2] + 40 + campaign;
@@ -66,7 +67,7 @@ function windowResult(index: number, key: string): WindowResult {
   return { campaign_id: key, window_start: iso(start), window_end: iso(start + 60_000), clicks };
 }
 
-const resultValue = (index: number, key: string): string => JSON.stringify(windowResult(index, key));
+const resultValue = (index: number, key: string, txn: SeedTransactionInfo): string => JSON.stringify(windowResult(index, key, txn.committed));
 
 /** The row a result leaves: the window's row, holding this count (the last committed one wins). */
 const windowRow = (input: SeedRecord) => {
@@ -120,7 +121,7 @@ export default defineLab({
       transactionSize: PER_FIRING,
       abortEvery: ABORT_EVERY,
       value: resultValue,
-      holdOpen: { transaction: ABORT_EVERY, holdMs: 6_000 },
+      holdOpen: { transaction: 'first-aborted', holdMs: 6_000 },
     },
   ],
   database: {

@@ -47,7 +47,19 @@ export interface ExpectedRecord {
   value: string;
 }
 
-export type SeedValueFn = (index: number, key: string) => string;
+/** The seeding transaction a record goes into, known before its value is built. */
+export interface SeedTransactionInfo {
+  /** Its position among its seed's transactions, 1 = the first. */
+  ordinal: number;
+  /**
+   * Whether it commits. Which transactions abort depends on the grade's seed (a seeded phase),
+   * so a value that must differ in aborted transactions (a lab whose aborted data must leave a
+   * trace a reader of uncommitted data cannot undo) is built from this, never from the ordinal.
+   */
+  committed: boolean;
+}
+
+export type SeedValueFn = (index: number, key: string, transaction: SeedTransactionInfo) => string;
 
 /** What a transform may look at besides its input: joins and aggregates depend on other inputs. */
 export interface TransformContext {
@@ -82,10 +94,16 @@ export const seedSpecSchema = z
       .min(2)
       .default(4)
       .describe('Every n-th seeding transaction is aborted, so a program that reads uncommitted input is caught'),
-    value: fn<SeedValueFn>('(index, key) => string').optional().describe('Builds each record value; must embed the index so values are unique'),
+    value: fn<SeedValueFn>('(index, key, transaction) => string')
+      .optional()
+      .describe('Builds each record value; must embed the index so values are unique. transaction says whether its seeding transaction commits'),
     holdOpen: z
       .object({
-        transaction: z.number().int().min(1).describe("Which of this seed's transactions (1 = the first) is held open; it keeps its planned outcome"),
+        transaction: z
+          .union([z.number().int().min(1), z.literal('first-aborted')])
+          .describe(
+            "Which of this seed's transactions is held open: its ordinal (1 = the first; it keeps its planned outcome, commit or abort), or 'first-aborted' (the first one the grade's seed aborts)",
+          ),
         holdMs: z.number().int().min(1_000).max(30_000).describe('How long it stays open while later transactions commit around it'),
       })
       .strict()
