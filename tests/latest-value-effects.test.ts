@@ -9,7 +9,8 @@ import { describe, expect, it } from 'vitest';
 import { pipelineLabSchema } from '../src/shared/lab.ts';
 import { checkDatabaseEffects } from '../lab-server/runner/checkers/database-effects.ts';
 import { AttemptDatabase, type EffectRow } from '../lab-server/runner/database-attempt.ts';
-import type { SeededRecord } from '../lab-server/runner/seeder.ts';
+import { planSeedTransactions, type SeededRecord } from '../lab-server/runner/seeder.ts';
+import { loadLab } from '../lab-server/labs/load-lab.ts';
 
 const lab = pipelineLabSchema.parse({
   title: 'latest value',
@@ -95,10 +96,9 @@ describe('effects whose id is shared by several inputs', () => {
 
 describe('read-committed-downstream, for every seed', () => {
   it('leaves a trace of the aborted firings in a read_uncommitted reader, and holds an aborted one open', async () => {
-    const { loadLab } = await import('../lab-server/labs/load-lab.ts');
-    const { planSeedTransactions } = await import('../lab-server/runner/seeder.ts');
     const rcd = (await loadLab('read-committed-downstream')).definition;
     if (rcd.kind !== 'pipeline' || !rcd.database) throw new Error('read-committed-downstream is a database pipeline lab');
+    const db = rcd.database;
     const phases = new Set<string>();
     for (let seed = 1; seed <= 40; seed++) {
       const txns = planSeedTransactions(rcd, seed);
@@ -111,13 +111,13 @@ describe('read-committed-downstream, for every seed', () => {
       const upsert = (records: SeededRecord[]): EffectRow[] => {
         const rows = new Map<string, string>();
         for (const r of records) {
-          const e = rcd.database!.effect(r)!;
+          const e = db.effect(r)!;
           rows.set(e.id, e.value!);
         }
         return [...rows].map(([id, value]) => ({ id, value }));
       };
       const verdict = (rows: EffectRow[]) =>
-        Object.fromEntries(checkDatabaseEffects(rcd.database!, rcd, seeded, { rows }).checks.map((c) => [c.name, c.passed]));
+        Object.fromEntries(checkDatabaseEffects(db, rcd, seeded, { rows }).checks.map((c) => [c.name, c.passed]));
       expect(verdict(upsert(seeded.filter((r) => r.committed))), `seed ${seed}: read_committed`).toEqual({
         'no-duplicate-effects': true, 'no-lost-effects': true, 'effects-correct': true, 'no-aborted-reads': true,
       });

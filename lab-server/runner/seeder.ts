@@ -71,9 +71,10 @@ export function planSeedTransactions(lab: PipelineLab, seed?: number): SeedTrans
         index++;
       }
       cursor.written += size;
-      const held = seed.holdOpen && (seed.holdOpen.transaction === 'first-aborted' ? !info.committed && !cursor.heldOne : seed.holdOpen.transaction === cursor.txn);
+      const hold = seed.holdOpen;
+      const held = hold !== undefined && !cursor.heldOne && (hold.transaction === 'first-aborted' ? !info.committed : hold.transaction === cursor.txn);
       if (held) cursor.heldOne = true;
-      transactions.push({ records, commit: info.committed, ...(held ? { holdMs: seed.holdOpen!.holdMs } : {}) });
+      transactions.push({ records, commit: info.committed, ...(held ? { holdMs: hold.holdMs } : {}) });
     }
   }
   return transactions;

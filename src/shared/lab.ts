@@ -93,7 +93,7 @@ export const seedSpecSchema = z
       .int()
       .min(2)
       .default(4)
-      .describe('Every n-th seeding transaction is aborted, so a program that reads uncommitted input is caught'),
+      .describe('One seeding transaction in n is aborted (which ones, the grade\'s seed decides), so a program that reads uncommitted input is caught'),
     value: fn<SeedValueFn>('(index, key, transaction) => string')
       .optional()
       .describe('Builds each record value; must embed the index so values are unique. transaction says whether its seeding transaction commits'),
