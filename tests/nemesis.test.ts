@@ -114,6 +114,7 @@ function fakeAttempt(options: { lab?: PipelineLab; control?: boolean; nodes?: nu
     nextWave: () => wave(2),
     realTopic: (t) => `ns-${t}`,
     brokerSaysTransactionOpen: async () => null,
+    awaitStableGroup: async () => {},
     earliestTransactionExpiry: async () => {
       broker.asked++;
       return broker.expiry;

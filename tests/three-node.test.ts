@@ -16,7 +16,7 @@ import {
   transactionStatePartition,
   waitForFullIsr,
 } from '../lab-server/kafka/coordinator.ts';
-import { readTopic } from '../lab-server/kafka/inspect.ts';
+import { partitionOffsets, readTopic } from '../lab-server/kafka/inspect.ts';
 import { uniqueName } from './support/kafka.ts';
 
 let pool: ClusterPool;
@@ -216,6 +216,13 @@ describe('kafkajs 2.2.4 on a cluster (lesson 10.1.6)', () => {
       }
     } finally {
       await producer.disconnect();
+    }
+    // commit() returns once the coordinator has logged its decision; the markers that move each
+    // partition's LSO follow. A read from the LSO before the last markers misses that transaction
+    // (CI once read 298 of 300), so wait until every partition's LSO is its high watermark.
+    const markersBy = Date.now() + 30_000;
+    while (Date.now() < markersBy && !(await partitionOffsets(cluster.brokers, topic)).every((p) => p.lso === p.hwm)) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
     }
     const { records } = await readTopic(kafka, cluster.brokers, topic, { isolation: 'read_committed', timeoutMs: 30_000 });
     return { records: records.length, duplicates: records.length - new Set(records.map((r) => r.value)).size };

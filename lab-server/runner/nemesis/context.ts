@@ -49,6 +49,8 @@ export interface NemesisContext extends DriverContext {
   hasMemberships(instance: ProgramProcess): boolean;
   /** LeaveGroup on behalf of a killed instance (best effort, at most a few seconds). */
   removeFromGroups(instance: ProgramProcess): Promise<void>;
+  /** Waits (at most timeoutMs) until the program's group is Stable with `members` members. */
+  awaitStableGroup(members: number, timeoutMs: number): Promise<void>;
   /** The env of a slot's program (its TRANSACTIONAL_ID, say). */
   env(slot: number): Record<string, string>;
   recordFault(fault: PlannedFault, instance: string, event: (Pick<AimedHit, 'point' | 'txnOpen'> & { aimedAt?: string }) | null, txnOpen: boolean | null, note?: string): FaultRecord;

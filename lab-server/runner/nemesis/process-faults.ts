@@ -8,6 +8,9 @@ import type { FaultHandler, NemesisContext } from './context.ts';
 const target = (ctx: NemesisContext, n: number) => ctx.slot(n) ?? ctx.slot(1)!;
 
 /** SIGKILL at the crash point, then a restart with the same identity. */
+/** How long a kill waits for the other instances to take the dead one's partitions over. */
+const SURVIVORS_TAKE_OVER_MS = 8_000;
+
 export const killFault: FaultHandler = async (ctx, fault, wave) => {
   const slot = target(ctx, fault.instance);
   const { instance, event } = await ctx.driver.armAndWrite(ctx, slot, fault, 'kill', wave);
@@ -21,6 +24,12 @@ export const killFault: FaultHandler = async (ctx, fault, wave) => {
   const leaves = ctx.hasMemberships(instance) && !ctx.maintenance.isDown;
   ctx.recordFault(fault, instance.id, event, open, leaves ? 'the grader sends the LeaveGroup it could not: no wait for its session timeout' : undefined);
   if (leaves) await ctx.removeFromGroups(instance);
+  // Other instances still running (a multi-instance lab, or one that joined): as a crashed pod is
+  // rescheduled only after a while, they take its partitions over before it comes back. A program
+  // that hands partitions over badly (positions read only at start-up) then always shows it; with
+  // an instant restart the dead one's successor often got its own partitions back first.
+  const survivors = [...ctx.slots].filter((s) => s !== slot && s.current.alive).length;
+  if (leaves && survivors > 0) await ctx.awaitStableGroup(survivors, SURVIVORS_TAKE_OVER_MS);
   ctx.startSlot(slot.slot);
 };
 

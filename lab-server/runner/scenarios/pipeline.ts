@@ -10,6 +10,7 @@ import { describeError, KafkaIqError } from '../../core/errors.ts';
 import type { ApiNamespace } from '../../api/lab-api.ts';
 import { findTransactionCoordinator, waitForFullIsr } from '../../kafka/coordinator.ts';
 import { removeGroupMember } from '../../kafka/group-offsets.ts';
+import { waitForStableGroup } from '../../kafka/group-wait.ts';
 import { listTransactions } from '../../kafka/transactions.ts';
 import type { TransactionTimeoutWatch } from '../checkers/transaction-timeouts.ts';
 import type { AttemptDatabase } from '../database-attempt.ts';
@@ -200,6 +201,11 @@ export class PipelineScenario implements Scenario, NemesisContext, PipelineParts
     // Not waiting for a slow answer: at most 3 s, then the session timeout does it.
     const leave = Promise.all([...groups].map(([groupId, memberId]) => removeGroupMember(this.brokers, groupId, memberId).catch(() => {})));
     await Promise.race([leave, sleep(3_000)]);
+  }
+
+  async awaitStableGroup(members: number, timeoutMs: number): Promise<void> {
+    // false (not in time) or null (the broker is restarting): the fault goes on regardless.
+    await waitForStableGroup(this.attempt.kafka, this.attempt.groupId, () => members, timeoutMs);
   }
 
   recordFault(
