@@ -11,9 +11,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { compileProgram } from '../lab-server/runner/compile.ts';
-import { ProgramInstance } from '../lab-server/runner/program-instance.ts';
-import { sandboxPolicy } from '../lab-server/runner/sandbox/policy.ts';
+import { compileProgram } from '../lab-server/runner/program/compile.ts';
+import { ProgramInstance } from '../lab-server/runner/program/program-instance.ts';
+import { sandboxPolicy } from '../lab-server/runner/program/sandbox/policy.ts';
 import { median } from './median.ts';
 
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '15' }, child: { type: 'boolean', default: false } } });

@@ -17,7 +17,7 @@ import * as esbuild from 'esbuild';
 import { Kafka, logLevel } from 'kafkajs';
 import { ClusterPool } from '../lab-server/broker/cluster-pool.ts';
 import { ROOT_DIR } from '../lab-server/core/paths.ts';
-import { compileProgram } from '../lab-server/runner/compile.ts';
+import { compileProgram } from '../lab-server/runner/program/compile.ts';
 import type { KafkaClient } from '../src/shared/clients.ts';
 import { median } from './median.ts';
 

@@ -16,9 +16,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { labDefinitionSchema, pipelineLabSchema } from '../src/shared/lab.ts';
 import { EmbeddedDatabase } from '../lab-server/db/embedded.ts';
 import { DatabasePool, databaseName, redactUrl } from '../lab-server/db/pool.ts';
-import type { ChildEvent } from '../lab-server/runner/child/protocol.ts';
-import { compileProgram } from '../lab-server/runner/compile.ts';
-import { ProgramInstance } from '../lab-server/runner/program-instance.ts';
+import type { ChildEvent } from '../lab-server/runner/program/child/protocol.ts';
+import { compileProgram } from '../lab-server/runner/program/compile.ts';
+import { ProgramInstance } from '../lab-server/runner/program/program-instance.ts';
 
 let db: EmbeddedDatabase;
 const clients: pg.Client[] = [];

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { CrashPoint, FaultRecord } from '../src/shared/report.ts';
 import type { PlannedFault } from '../lab-server/runner/fault-plan.ts';
-import { FaultObligations, MAX_DISTURBED_TRIES, MAX_FAULT_TRIES } from '../lab-server/runner/scenarios/fault-obligations.ts';
+import { FaultObligations, MAX_DISTURBED_TRIES, MAX_FAULT_TRIES } from '../lab-server/runner/pipeline/fault-obligations.ts';
 import type { AimedHit, DriverContext, ProgramDriver } from '../lab-server/runner/driver/contract.ts';
 import { FaultPastTimeLimit, untilDeadline } from '../lab-server/runner/driver/until-deadline.ts';
-import type { ProgramProcess } from '../lab-server/runner/program-instance.ts';
-import type { Slot } from '../lab-server/runner/supervisor.ts';
+import type { ProgramProcess } from '../lab-server/runner/program/program-instance.ts';
+import type { Slot } from '../lab-server/runner/program/supervisor.ts';
 
 const kill = (attempt = 1): PlannedFault => ({ kind: 'kill', instance: 1, crashPoint: 'after:commit', points: ['after:commit'], occurrence: 1, delayMs: 0, attempt });
 const record = (landed: 'at-point' | 'fallback', crashPoint?: CrashPoint): FaultRecord => ({

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { checkKeepsUp } from '../lab-server/runner/checkers/keeps-up.ts';
-import { StallWatch, type StallSource } from '../lab-server/runner/scenarios/stall-watch.ts';
+import { StallWatch, type StallSource } from '../lab-server/runner/pipeline/stall-watch.ts';
 
 /** A grade's view the test moves by hand: input waiting, the last activity, a hold. */
 function source(): StallSource & { waiting_: number; activity: number; hold: string | null } {

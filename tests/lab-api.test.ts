@@ -13,9 +13,9 @@ import { LabApiServer, type ApiNamespace } from '../lab-server/api/lab-api.ts';
 import { armFor, insideUnitOfWork } from '../lab-server/runner/nemesis/api-faults.ts';
 import { apiLabProblems } from '../lab-server/labs/api-rules.ts';
 import { checkApiEffects } from '../lab-server/runner/checkers/api-effects.ts';
-import type { ChildEvent } from '../lab-server/runner/child/protocol.ts';
-import { compileProgram } from '../lab-server/runner/compile.ts';
-import { ProgramInstance } from '../lab-server/runner/program-instance.ts';
+import type { ChildEvent } from '../lab-server/runner/program/child/protocol.ts';
+import { compileProgram } from '../lab-server/runner/program/compile.ts';
+import { ProgramInstance } from '../lab-server/runner/program/program-instance.ts';
 import type { SeededRecord } from '../lab-server/runner/seeder.ts';
 
 let server: LabApiServer;

@@ -14,9 +14,9 @@ import type { PlannedFault } from '../lab-server/runner/fault-plan.ts';
 import type { NemesisContext } from '../lab-server/runner/nemesis/context.ts';
 import { FAULT_HANDLERS, injectFault } from '../lab-server/runner/nemesis/index.ts';
 import { manualFault, type ManualFaultHost } from '../lab-server/runner/nemesis/manual.ts';
-import type { ProgramProcess } from '../lab-server/runner/program-instance.ts';
+import type { ProgramProcess } from '../lab-server/runner/program/program-instance.ts';
 import type { SeedTransaction } from '../lab-server/runner/seeder.ts';
-import type { Slot, Supervisor } from '../lab-server/runner/supervisor.ts';
+import type { Slot, Supervisor } from '../lab-server/runner/program/supervisor.ts';
 import { FakeDriver, FakeProcess } from './support/fake-program.ts';
 import { asPipeline } from './support/labs.ts';
 

@@ -15,8 +15,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Admin } from 'kafkajs';
 import { partitionOffsets } from '../lab-server/kafka/inspect.ts';
-import { CHANNEL_FD_ENV, type ChildEvent, type RunnerCommand } from '../lab-server/runner/child/protocol.ts';
-import { compileProgram } from '../lab-server/runner/compile.ts';
+import { CHANNEL_FD_ENV, type ChildEvent, type RunnerCommand } from '../lab-server/runner/program/child/protocol.ts';
+import { compileProgram } from '../lab-server/runner/program/compile.ts';
 import { testKafka, uniqueName } from './support/kafka.ts';
 
 const kafka = testKafka('platformatic-crash-points');

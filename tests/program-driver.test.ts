@@ -8,7 +8,7 @@ import type { FaultRecord } from '../src/shared/report.ts';
 import type { DriverContext } from '../lab-server/runner/driver/contract.ts';
 import { driverFor } from '../lab-server/runner/driver/index.ts';
 import type { PlannedFault } from '../lab-server/runner/fault-plan.ts';
-import type { Slot } from '../lab-server/runner/supervisor.ts';
+import type { Slot } from '../lab-server/runner/program/supervisor.ts';
 import { pipelineLabSchema } from '../src/shared/lab.ts';
 import { FakeProcess } from './support/fake-program.ts';
 

@@ -5,7 +5,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { Supervisor, supervisorPolicy, type RestartPolicy } from '../lab-server/runner/supervisor.ts';
+import { Supervisor, supervisorPolicy, type RestartPolicy } from '../lab-server/runner/program/supervisor.ts';
 
 const command = (cmd: string) => ({ kind: 'command' as const, command: cmd, cwd: '/tmp' });
 

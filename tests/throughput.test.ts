@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { labDefinitionSchema } from '../src/shared/lab.ts';
 import { loadLab } from '../lab-server/labs/load-lab.ts';
-import { allowedMs, burstRate, checkThroughput, planBurst } from '../lab-server/runner/scenarios/throughput.ts';
+import { allowedMs, burstRate, checkThroughput, planBurst } from '../lab-server/runner/pipeline/throughput.ts';
 import { asPipeline } from './support/labs.ts';
 
 const baseline = { records: 150, processed: 150, ms: 5_000 }; // 30 records/s

@@ -1,7 +1,8 @@
 /** The lab HTTP API's types, shared by the service (namespace.ts, lab-api.ts) and the grader's checkers. */
+import type { ApiFaultKind } from '../../src/shared/report.ts';
 
+export type { ApiFaultKind };
 export type ApiService = 'payments' | 'rankings' | 'saga';
-export type ApiFaultKind = 'api-slow' | 'api-error' | 'api-timeout';
 
 /** One effect the API applied: a charge made, a ranking written. Replays are not effects. */
 export interface ApiEffect {

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { KafkaIqError } from '../core/errors.ts';
+import { KafkaIqError } from '../../src/shared/errors.ts';
 import { BROKER_DIR, BROKER_LIB_DIR, STATE_DIR, displayPath } from '../core/paths.ts';
 import { retry } from '../core/retry.ts';
 import { createKafka } from '../kafka/client.ts';

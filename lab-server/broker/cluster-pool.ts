@@ -12,7 +12,7 @@
  * the long-lived process and every later file reuses it.
  */
 import http from 'node:http';
-import { KafkaIqError, describeError } from '../core/errors.ts';
+import { KafkaIqError, describeError } from '../../src/shared/errors.ts';
 import { createKafka } from '../kafka/client.ts';
 import { defaultClusterBasePort, type BrokerOptions } from './broker-process.ts';
 import { connectCluster, type KafkaCluster } from './cluster.ts';

@@ -2,7 +2,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { KafkaIqError } from '../core/errors.ts';
+import { KafkaIqError } from '../../src/shared/errors.ts';
 import { BrokerProcess, type BrokerOptions, isKafkaAt } from './broker-process.ts';
 import type { BrokerHealth } from './health.ts';
 import { maintenanceFor } from './maintenance.ts';

@@ -6,7 +6,7 @@
 import { parseArgs } from 'node:util';
 import { BrokerProcess, defaultClusterBasePort } from '../broker/broker-process.ts';
 import { serveControl } from '../broker/cluster.ts';
-import { describeError, KafkaIqError } from '../core/errors.ts';
+import { describeError, KafkaIqError } from '../../src/shared/errors.ts';
 import { displayPath } from '../core/paths.ts';
 
 const { values } = parseArgs({ options: { cluster: { type: 'boolean', default: false }, port: { type: 'string' } } });

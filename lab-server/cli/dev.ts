@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ClusterPool } from '../broker/cluster-pool.ts';
-import { describeError, KafkaIqError } from '../core/errors.ts';
+import { describeError, KafkaIqError } from '../../src/shared/errors.ts';
 import { LABS_DIR, ROOT_DIR } from '../core/paths.ts';
 import { forgetLab, loadLab } from '../labs/load-lab.ts';
 import { ATTEMPTS_API_PREFIX } from '../server/attempts-api.ts';

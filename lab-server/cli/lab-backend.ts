@@ -4,12 +4,12 @@
  */
 import type { ClusterPool } from '../broker/cluster-pool.ts';
 import type { KafkaCluster } from '../broker/cluster.ts';
-import { KafkaIqError } from '../core/errors.ts';
+import { KafkaIqError } from '../../src/shared/errors.ts';
 import { pollHealth } from '../broker/health.ts';
 import { installAttemptCrashGuard } from '../runner/attempt-scope.ts';
 import { createLabSession } from '../runner/lab-session.ts';
-import { sandboxStartCheck } from '../runner/sandbox/policy.ts';
-import { sweepStaleWorkDirs } from '../runner/work-dirs.ts';
+import { sandboxStartCheck } from '../runner/program/sandbox/policy.ts';
+import { sweepStaleWorkDirs } from '../runner/program/work-dirs.ts';
 import { limitsFromEnv, singleUserLoopback } from '../server/admission.ts';
 import { openAttemptStore } from '../server/attempt-store.ts';
 import { createLabServer, type LabServer } from '../server/lab-server.ts';

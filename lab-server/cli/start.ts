@@ -7,11 +7,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ClusterPool } from '../broker/cluster-pool.ts';
-import { describeError, KafkaIqError } from '../core/errors.ts';
+import { describeError, KafkaIqError } from '../../src/shared/errors.ts';
 import { ROOT_DIR } from '../core/paths.ts';
 import { redactUrl } from '../db/pool.ts';
 import { CLASS_VIEW_PATH, instructorTokenFromEnv } from '../server/class-view.ts';
-import { sandboxStartCheck } from '../runner/sandbox/policy.ts';
+import { sandboxStartCheck } from '../runner/program/sandbox/policy.ts';
 import { listenAddressFromEnv, startLabBackend, stopOnSignals } from './lab-backend.ts';
 
 const DIST = path.join(ROOT_DIR, 'dist');

@@ -4,7 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { KafkaIqError } from '../core/errors.ts';
+import { KafkaIqError } from '../../src/shared/errors.ts';
 import { ROOT_DIR } from '../core/paths.ts';
 
 /** lab server -> child */

@@ -13,7 +13,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { KafkaIqError, describeError } from '../core/errors.ts';
+import { KafkaIqError, describeError } from '../../src/shared/errors.ts';
 import { EmbeddedDatabase } from './embedded.ts';
 
 export interface DatabaseLease {

@@ -12,7 +12,7 @@
  */
 import type { Admin, Kafka } from 'kafkajs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { describeError, KafkaIqError } from '../core/errors.ts';
+import { describeError, KafkaIqError } from '../../src/shared/errors.ts';
 import { retry } from '../core/retry.ts';
 import { createKafka, kafkajs } from './client.ts';
 import { attemptUser, passwordFor, saslEnv } from './credentials.ts';

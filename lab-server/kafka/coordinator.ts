@@ -1,4 +1,4 @@
-import { describeError, KafkaIqError } from '../core/errors.ts';
+import { describeError, KafkaIqError } from '../../src/shared/errors.ts';
 import { createKafka } from './client.ts';
 import { COORDINATOR_TYPES, createInternalCluster } from './internal-cluster.ts';
 

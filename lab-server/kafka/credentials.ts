@@ -9,7 +9,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { SASLOptions } from 'kafkajs';
-import { KafkaIqError } from '../core/errors.ts';
+import { KafkaIqError } from '../../src/shared/errors.ts';
 import { STATE_DIR, displayPath } from '../core/paths.ts';
 
 export const BROKER_USER = 'kafkaiq-broker';

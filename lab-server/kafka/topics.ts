@@ -1,6 +1,6 @@
 /** Creating and deleting an attempt's topics: the one copy every attempt kind (and throughput) uses. */
 import type { Admin, ITopicConfig, Kafka } from 'kafkajs';
-import { describeError, KafkaIqError } from '../core/errors.ts';
+import { describeError, KafkaIqError } from '../../src/shared/errors.ts';
 import { retry } from '../core/retry.ts';
 
 /**

@@ -7,7 +7,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import readline from 'node:readline';
-import { KafkaIqError } from '../core/errors.ts';
+import { KafkaIqError } from '../../src/shared/errors.ts';
 import { BROKER_LIB_DIR } from '../core/paths.ts';
 import { findJava } from '../broker/java.ts';
 import { graderClientProperties } from './credentials.ts';

@@ -3,7 +3,7 @@
  * each problem is one line naming the field, like the other lab rules.
  */
 import type { LabDefinition } from '../../src/shared/lab.ts';
-import { isApiFault } from '../runner/nemesis/api-faults.ts';
+import { isApiFault } from '../../src/shared/report.ts';
 
 const EFFECT_CHECKS = ['no-duplicate-effects', 'no-lost-effects', 'effects-correct'] as const;
 

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { labDefinitionSchema, labIdSchema, type LabDefinition } from '../../src/shared/lab.ts';
 import { parseWithFriendlyErrors } from '../../src/shared/validate.ts';
-import { KafkaIqError } from '../core/errors.ts';
+import { KafkaIqError } from '../../src/shared/errors.ts';
 import { LABS_DIR } from '../core/paths.ts';
 import { CHECK_NAMES, type CheckName } from '../../src/shared/report.ts';
 import { parseExpectFail } from '../../src/shared/lab-coverage.ts';

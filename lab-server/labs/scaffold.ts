@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { labIdSchema } from '../../src/shared/lab.ts';
 import { parseWithFriendlyErrors } from '../../src/shared/validate.ts';
-import { KafkaIqError } from '../core/errors.ts';
+import { KafkaIqError } from '../../src/shared/errors.ts';
 import { LABS_DIR, ROOT_DIR } from '../core/paths.ts';
 
 const TEMPLATE_DIR = path.join(ROOT_DIR, 'lab-server/labs/template');

@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { ClusterSource } from '../broker/cluster-pool.ts';
-import { describeError, KafkaIqError } from '../core/errors.ts';
+import { describeError, KafkaIqError } from '../../src/shared/errors.ts';
 import { LABS_DIR } from '../core/paths.ts';
 import { labFixtures, runFixtures } from '../runner/check-labs.ts';
 import { labCoverageProblems } from './coverage.ts';

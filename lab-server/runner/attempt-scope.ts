@@ -5,7 +5,7 @@
  * Anything outside every attempt keeps Node's own behaviour.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { describeError } from '../core/errors.ts';
+import { describeError } from '../../src/shared/errors.ts';
 
 export interface ScopedAttempt {
   /** Ends the attempt because of an error nobody caught. */

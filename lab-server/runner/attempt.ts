@@ -6,10 +6,10 @@
  * the Attempt interface.
  */
 import type { LabDefinition } from '../../src/shared/lab.ts';
-import { KafkaIqError } from '../core/errors.ts';
+import { KafkaIqError } from '../../src/shared/errors.ts';
 import { AttemptLifecycle, type Scenario } from './lifecycle.ts';
-import { MonitorScenario } from './scenarios/monitor.ts';
-import { PipelineScenario } from './scenarios/pipeline.ts';
+import { MonitorScenario } from './monitor/scenario.ts';
+import { PipelineScenario } from './pipeline/scenario.ts';
 import type { Attempt, AttemptOptions } from './types.ts';
 
 export type { Attempt, AttemptMode, AttemptOptions, ProgramInput } from './types.ts';

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { asClusterSource, type ClusterHandle, type ClusterSource } from '../broker/cluster-pool.ts';
-import { describeError } from '../core/errors.ts';
+import { describeError } from '../../src/shared/errors.ts';
 import type { DatabasePool } from '../db/pool.ts';
 import { loadLab } from '../labs/load-lab.ts';
 import type { CheckName, GradeReport } from '../../src/shared/report.ts';

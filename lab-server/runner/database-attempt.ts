@@ -5,7 +5,7 @@
  */
 import pg from 'pg';
 import type { DatabaseSpec, ExpectedEffectSpec } from '../../src/shared/lab.ts';
-import { describeError, KafkaIqError } from '../core/errors.ts';
+import { describeError, KafkaIqError } from '../../src/shared/errors.ts';
 import { databasePool, redactUrl, type DatabaseLease, type DatabasePool } from '../db/pool.ts';
 import type { SeededRecord } from './seeder.ts';
 

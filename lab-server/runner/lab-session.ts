@@ -4,7 +4,7 @@ import type { ConsumedRecord, InspectCommand, InspectResult } from '../../src/sh
 import type { GradeReport } from '../../src/shared/report.ts';
 import { fixedClusters, type ClusterHandle, type ClusterKind, type ClusterSource } from '../broker/cluster-pool.ts';
 import type { KafkaCluster } from '../broker/cluster.ts';
-import { KafkaIqError } from '../core/errors.ts';
+import { KafkaIqError } from '../../src/shared/errors.ts';
 import { createKafka } from '../kafka/client.ts';
 import { OffsetsProbe, readTopic } from '../kafka/inspect.ts';
 import { fetchCommittedOffsets } from '../kafka/group-offsets.ts';

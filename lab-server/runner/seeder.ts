@@ -1,5 +1,5 @@
 import type { Kafka, RecordMetadata, Transaction } from 'kafkajs';
-import { describeError } from '../core/errors.ts';
+import { describeError } from '../../src/shared/errors.ts';
 import { retry } from '../core/retry.ts';
 import { isRetriableKafkaError } from '../kafka/group-offsets.ts';
 import type { PipelineLab, SeedRecord } from '../../src/shared/lab.ts';

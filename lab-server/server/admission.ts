@@ -9,7 +9,7 @@
  *    position each waiting learner is told.
  */
 import type http from 'node:http';
-import { KafkaIqError } from '../core/errors.ts';
+import { KafkaIqError } from '../../src/shared/errors.ts';
 
 export interface AdmissionLimits {
   /** Open WebSockets per client IP. */

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { STATE_DIR } from '../core/paths.ts';
-import { KafkaIqError } from '../core/errors.ts';
+import { KafkaIqError } from '../../src/shared/errors.ts';
 import type { AttemptSummary } from '../../src/shared/messages.ts';
 import { gradeReportSchema, type GradeReport } from '../../src/shared/report.ts';
 import { parseWithFriendlyErrors } from '../../src/shared/validate.ts';

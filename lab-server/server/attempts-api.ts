@@ -9,7 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { helloMessageSchema } from '../../src/shared/messages.ts';
 import { labIdSchema } from '../../src/shared/lab.ts';
 import { displayNameRequestSchema } from '../../src/shared/class-view.ts';
-import { describeError } from '../core/errors.ts';
+import { describeError } from '../../src/shared/errors.ts';
 import type { AttemptStore } from './attempt-store.ts';
 
 export const ATTEMPTS_API_PREFIX = '/api/attempts';

@@ -10,7 +10,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { formatReport } from '../../src/shared/format-report.ts';
-import { KafkaIqError } from '../core/errors.ts';
+import { KafkaIqError } from '../../src/shared/errors.ts';
 import type { AttemptStore, LearnerSummary } from './attempt-store.ts';
 
 export const CLASS_VIEW_PATH = '/instructor';

@@ -5,7 +5,7 @@
  */
 import type { RawData, WebSocket } from 'ws';
 import type { LabSessionApi, SessionListener } from '../runner/contract.ts';
-import { describeError, KafkaIqError } from '../core/errors.ts';
+import { describeError, KafkaIqError } from '../../src/shared/errors.ts';
 import { clientMessageSchema, PROTOCOL_VERSION, type ClientMessage, type ServerMessage } from '../../src/shared/messages.ts';
 import { parseWithFriendlyErrors } from '../../src/shared/validate.ts';
 import type { GradeReport } from '../../src/shared/report.ts';

@@ -6,7 +6,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { describeError } from '../core/errors.ts';
+import { describeError } from '../../src/shared/errors.ts';
 import type { AttemptStore } from './attempt-store.ts';
 import { handleAttemptsApi } from './attempts-api.ts';
 import { handleClassView } from './class-view.ts';

@@ -59,6 +59,11 @@ export const faultKindSchema = z
   );
 export type FaultKind = z.infer<typeof faultKindSchema>;
 
+/** The faults the lab HTTP API injects (lab-server/api): the grader arms them on the attempt's namespace. */
+export const API_FAULT_KINDS = ['api-slow', 'api-error', 'api-timeout'] as const satisfies readonly FaultKind[];
+export type ApiFaultKind = (typeof API_FAULT_KINDS)[number];
+export const isApiFault = (kind: FaultKind): kind is ApiFaultKind => (API_FAULT_KINDS as readonly string[]).includes(kind);
+
 export const CRASH_POINTS = [
   'before:send',
   'after:send',

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { isKafkaAt } from '../../lab-server/broker/broker-process.ts';
 import { STATE_DIR } from '../../lab-server/core/paths.ts';
-import { probeSandbox } from '../../lab-server/runner/sandbox/bubblewrap.ts';
+import { probeSandbox } from '../../lab-server/runner/program/sandbox/bubblewrap.ts';
 import { startCourseServer, type CourseServer } from '../support/course-server.ts';
 import * as attacks from './attacks.ts';
 import { innocentGrade, Learner } from './support.ts';

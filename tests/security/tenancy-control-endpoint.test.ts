@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
 import { BrokerProcess } from '../../lab-server/broker/broker-process.ts';
-import { probeSandbox } from '../../lab-server/runner/sandbox/bubblewrap.ts';
+import { probeSandbox } from '../../lab-server/runner/program/sandbox/bubblewrap.ts';
 import { innocentGrade, runAttack } from './tenancy-support.ts';
 
 const brokers = inject('brokers');

@@ -5,12 +5,12 @@
  */
 import { EventEmitter } from 'node:events';
 import type { FaultRecord } from '../../src/shared/report.ts';
-import type { ArmAction, ChildEvent, RunnerCommand } from '../../lab-server/runner/child/protocol.ts';
+import type { ArmAction, ChildEvent, RunnerCommand } from '../../lab-server/runner/program/child/protocol.ts';
 import type { AimedHit, DriverContext, ProgramDriver } from '../../lab-server/runner/driver/contract.ts';
 import type { PlannedFault } from '../../lab-server/runner/fault-plan.ts';
-import type { InstanceState, ProgramProcess, ProgramSource } from '../../lab-server/runner/program-instance.ts';
+import type { InstanceState, ProgramProcess, ProgramSource } from '../../lab-server/runner/program/program-instance.ts';
 import type { SeedTransaction } from '../../lab-server/runner/seeder.ts';
-import type { Slot } from '../../lab-server/runner/supervisor.ts';
+import type { Slot } from '../../lab-server/runner/program/supervisor.ts';
 
 /** A process that records what was done to it; SIGKILL, SIGTERM and stop() make it exit. */
 export class FakeProcess extends EventEmitter implements ProgramProcess {

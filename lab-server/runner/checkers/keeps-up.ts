@@ -5,7 +5,7 @@
  * instance made and what it printed. A pure function of what the watch recorded.
  */
 import type { CheckResult } from '../../../src/shared/report.ts';
-import type { Stall } from '../scenarios/stall-watch.ts';
+import type { Stall } from '../pipeline/stall-watch.ts';
 import { capEvidence } from './evidence.ts';
 
 const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;

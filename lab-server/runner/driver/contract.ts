@@ -6,11 +6,11 @@
  */
 import type { FaultRecord } from '../../../src/shared/report.ts';
 import type { PipelineLab } from '../../../src/shared/lab.ts';
-import type { ArmAction, ChildEvent } from '../child/protocol.ts';
+import type { ArmAction, ChildEvent } from '../program/child/protocol.ts';
 import type { PlannedFault } from '../fault-plan.ts';
-import type { ProgramProcess, ProgramSource } from '../program-instance.ts';
+import type { ProgramProcess, ProgramSource } from '../program/program-instance.ts';
 import type { SeedTransaction } from '../seeder.ts';
-import type { Slot } from '../supervisor.ts';
+import type { Slot } from '../program/supervisor.ts';
 
 /** A crash point the program reached; aimedAt: the logical topic the fault was aimed at (FaultSpec.topic). */
 export type AimedHit = ChildEvent & {

@@ -1,5 +1,5 @@
 /** Picks the program driver for a compiled program: see contract.ts. */
-import type { ProgramSource } from '../program-instance.ts';
+import type { ProgramSource } from '../program/program-instance.ts';
 import type { ProgramDriver } from './contract.ts';
 import { InstrumentedDriver } from './instrumented.ts';
 import { OpaqueDriver } from './opaque.ts';

@@ -4,11 +4,11 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { CrashPoint, FaultRecord } from '../../../src/shared/report.ts';
-import type { ArmAction, ChildEvent } from '../child/protocol.ts';
+import type { ArmAction, ChildEvent } from '../program/child/protocol.ts';
 import type { PlannedFault } from '../fault-plan.ts';
-import type { ProgramProcess, ProgramSource } from '../program-instance.ts';
+import type { ProgramProcess, ProgramSource } from '../program/program-instance.ts';
 import type { SeedTransaction } from '../seeder.ts';
-import type { Slot } from '../supervisor.ts';
+import type { Slot } from '../program/supervisor.ts';
 import type { AimedHit, DriverContext, ProgramDriver } from './contract.ts';
 
 const HIT_TIMEOUT_MS = 5_000;

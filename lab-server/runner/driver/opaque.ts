@@ -5,11 +5,11 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FaultRecord } from '../../../src/shared/report.ts';
-import type { ArmAction, ChildEvent } from '../child/protocol.ts';
+import type { ArmAction, ChildEvent } from '../program/child/protocol.ts';
 import type { PlannedFault } from '../fault-plan.ts';
-import type { ProgramProcess, ProgramSource } from '../program-instance.ts';
+import type { ProgramProcess, ProgramSource } from '../program/program-instance.ts';
 import type { SeedTransaction } from '../seeder.ts';
-import type { Slot } from '../supervisor.ts';
+import type { Slot } from '../program/supervisor.ts';
 import type { DriverContext, ProgramDriver } from './contract.ts';
 
 /**

@@ -5,7 +5,7 @@
  * verdict is about (a program that never commits looked clean, as if it had not left one hanging).
  * The time limit ends the plan (fault-obligations.ts records what was still owed).
  */
-import { KafkaIqError } from '../../core/errors.ts';
+import { KafkaIqError } from '../../../src/shared/errors.ts';
 import type { PlannedFault } from '../fault-plan.ts';
 import type { ProgramDriver } from './contract.ts';
 

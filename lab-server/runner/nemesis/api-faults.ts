@@ -5,16 +5,13 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ApiSpec } from '../../../src/shared/lab.ts';
-import type { CrashPoint, FaultKind } from '../../../src/shared/report.ts';
-import type { ApiFaultArm, ApiFaultHit, ApiFaultKind, ApiNamespace } from '../../api/lab-api.ts';
+import { isApiFault, type ApiFaultKind, type CrashPoint } from '../../../src/shared/report.ts';
+import type { ApiFaultArm, ApiFaultHit, ApiNamespace } from '../../api/lab-api.ts';
 import type { FaultHandler } from './context.ts';
 
 /** How long the program has to make its next API call once the wave is written. */
 const HIT_TIMEOUT_MS = 8_000;
 
-export const API_FAULT_KINDS: readonly FaultKind[] = ['api-slow', 'api-error', 'api-timeout'];
-
-export const isApiFault = (kind: FaultKind): kind is ApiFaultKind => (API_FAULT_KINDS as readonly string[]).includes(kind);
 
 /**
  * Crash points in an external call (an HTTP request, a SQL statement) lie inside the program's

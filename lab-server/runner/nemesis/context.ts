@@ -10,9 +10,9 @@ import type { TransactionCoordinator } from '../../kafka/coordinator.ts';
 import type { ApiNamespace } from '../../api/lab-api.ts';
 import type { AimedHit, DriverContext, ProgramDriver } from '../driver/contract.ts';
 import type { PlannedFault } from '../fault-plan.ts';
-import type { ProgramProcess } from '../program-instance.ts';
+import type { ProgramProcess } from '../program/program-instance.ts';
 import type { SeedTransaction } from '../seeder.ts';
-import type { Slot } from '../supervisor.ts';
+import type { Slot } from '../program/supervisor.ts';
 
 export interface NemesisContext extends DriverContext {
   readonly driver: ProgramDriver;

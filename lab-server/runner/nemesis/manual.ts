@@ -6,9 +6,9 @@
 import type { FaultKind } from '../../../src/shared/report.ts';
 import type { BrokerControl } from '../../broker/cluster.ts';
 import type { MaintenanceLock } from '../../broker/maintenance.ts';
-import { KafkaIqError } from '../../core/errors.ts';
+import { KafkaIqError } from '../../../src/shared/errors.ts';
 import type { ManualFault } from '../contract.ts';
-import type { Slot, Supervisor } from '../supervisor.ts';
+import type { Slot, Supervisor } from '../program/supervisor.ts';
 import { restartCluster } from './broker-faults.ts';
 
 /** At most this many instances of a program run at once in the workbench. */

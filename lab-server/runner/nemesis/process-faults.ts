@@ -1,8 +1,8 @@
 /** Faults of the program's processes: kill, stop, zombie, pause, join, send-error. */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { ChildEvent } from '../child/protocol.ts';
-import type { ProgramProcess } from '../program-instance.ts';
-import type { Slot } from '../supervisor.ts';
+import type { ChildEvent } from '../program/child/protocol.ts';
+import type { ProgramProcess } from '../program/program-instance.ts';
+import type { Slot } from '../program/supervisor.ts';
 import type { FaultHandler, NemesisContext } from './context.ts';
 
 const target = (ctx: NemesisContext, n: number) => ctx.slot(n) ?? ctx.slot(1)!;

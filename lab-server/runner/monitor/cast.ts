@@ -8,11 +8,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Producer, Transaction } from 'kafkajs';
 import type { MonitorSpec } from '../../../src/shared/lab.ts';
 import type { FaultRecord } from '../../../src/shared/report.ts';
-import { describeError } from '../../core/errors.ts';
+import { describeError } from '../../../src/shared/errors.ts';
 import type { OffsetsProbe } from '../../kafka/inspect.ts';
 import type { LookAlike } from '../checkers/monitor-alerts.ts';
 import type { AttemptLifecycle } from '../lifecycle.ts';
-import { namesId, type AlertWatch } from './monitor-watch.ts';
+import { namesId, type AlertWatch } from './watch.ts';
 
 /** The grader's own transactions stay open this long at most, even if the grader dies. */
 const GRADER_TXN_TIMEOUT_MS = 120_000;

@@ -15,7 +15,7 @@
  * crash points.
  */
 import * as realModule from 'pg-real';
-import type { CrashPoint } from '../../../src/shared/report.ts';
+import type { CrashPoint } from '../../../../src/shared/report.ts';
 import { runnerChannel } from './channel.ts';
 import type { ArmAction, ChildEvent, RunnerCommand } from './protocol.ts';
 

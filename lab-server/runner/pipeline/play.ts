@@ -14,8 +14,8 @@ import { injectFault } from '../nemesis/index.ts';
 import { livenessRestart } from '../nemesis/process-faults.ts';
 import { planSeedTransactions, splitIntoWaves } from '../seeder.ts';
 import { awaitAbandonedTransactions } from './abandoned-transactions.ts';
-import { STALL_BOUND_MS } from './pipeline-liveness.ts';
-import type { PipelineScenario } from './pipeline.ts';
+import { STALL_BOUND_MS } from './liveness.ts';
+import type { PipelineScenario } from './scenario.ts';
 import { measureThroughput } from './throughput.ts';
 
 const QUIET_MS = 6_000;

@@ -7,7 +7,7 @@
  * the faults after it would otherwise land on an idle process and hide it. The keeps-up checker
  * judges what this records (checkers/keeps-up.ts); the longest stretch is reported either way.
  */
-import type { ChildEvent } from '../child/protocol.ts';
+import type { ChildEvent } from '../program/child/protocol.ts';
 
 /** What the watch asks the grade on every poll. */
 export interface StallSource {

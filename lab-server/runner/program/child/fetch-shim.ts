@@ -8,7 +8,7 @@
  * program runs under Node's permission model with --allow-net (see program-instance.ts), so the
  * loopback call to the lab API goes through as any other connection.
  */
-import type { CrashPoint } from '../../../src/shared/report.ts';
+import type { CrashPoint } from '../../../../src/shared/report.ts';
 
 type Checkpoint = (point: CrashPoint, txnOpen: boolean) => Promise<void>;
 

@@ -7,8 +7,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { PipelineLab } from '../../../src/shared/lab.ts';
 import type { FaultKind } from '../../../src/shared/report.ts';
 import type { MaintenanceLock } from '../../broker/maintenance.ts';
-import type { Supervisor } from '../supervisor.ts';
-import type { PipelineProgress } from './pipeline-progress.ts';
+import type { Supervisor } from '../program/supervisor.ts';
+import type { PipelineProgress } from './progress.ts';
 import { StallWatch } from './stall-watch.ts';
 
 /**

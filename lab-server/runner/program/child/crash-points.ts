@@ -8,7 +8,7 @@
  * module twice: the state lives on globalThis under one symbol, so there is still one armed crash
  * point, one IPC listener and one count of open transactions per process.
  */
-import type { CrashPoint } from '../../../src/shared/report.ts';
+import type { CrashPoint } from '../../../../src/shared/report.ts';
 import { runnerChannel } from './channel.ts';
 import { instrumentFetch } from './fetch-shim.ts';
 import type { ArmAction, ChildEvent, InstrumentedOp, RunnerCommand } from './protocol.ts';

@@ -21,14 +21,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Admin, Kafka } from 'kafkajs';
 import type { PipelineLab, ThroughputSpec } from '../../../src/shared/lab.ts';
 import type { CheckResult } from '../../../src/shared/report.ts';
-import { KafkaIqError } from '../../core/errors.ts';
+import { KafkaIqError } from '../../../src/shared/errors.ts';
 import { maintenanceFor } from '../../broker/maintenance.ts';
 import { fetchCommittedOffsets } from '../../kafka/group-offsets.ts';
 import { createTopics } from '../../kafka/topics.ts';
-import { compileProgram } from '../compile.ts';
-import type { ProgramSource } from '../program-instance.ts';
+import { compileProgram } from '../program/compile.ts';
+import type { ProgramSource } from '../program/program-instance.ts';
 import { InputWriter, planSeedTransactions, type SeedTransaction } from '../seeder.ts';
-import { Supervisor, type RestartPolicy } from '../supervisor.ts';
+import { Supervisor, type RestartPolicy } from '../program/supervisor.ts';
 
 /** One program's timing on the burst. */
 export interface BurstTiming {

@@ -21,19 +21,19 @@
  */
 import type { MonitorLab, MonitorSpec } from '../../../src/shared/lab.ts';
 import type { FaultKind, FaultRecord } from '../../../src/shared/report.ts';
-import { KafkaIqError } from '../../core/errors.ts';
+import { KafkaIqError } from '../../../src/shared/errors.ts';
 import { OffsetsProbe } from '../../kafka/inspect.ts';
 import { TRANSACTION_STATE_TOPIC } from '../../kafka/transaction-log.ts';
 import { createTopics } from '../../kafka/topics.ts';
-import { DEFAULTS_ENV } from '../child/protocol.ts';
+import { DEFAULTS_ENV } from '../program/child/protocol.ts';
 import { checkMonitorAlerts, type AlertSeen, type HangIncident } from '../checkers/monitor-alerts.ts';
 import type { ManualFault } from '../contract.ts';
 import { randomSeed, seededRandom } from '../fault-plan.ts';
 import type { AttemptLifecycle, Outcome, ProgressFigures, Scenario } from '../lifecycle.ts';
 import { manualFault } from '../nemesis/manual.ts';
-import { Supervisor, supervisorPolicy } from '../supervisor.ts';
-import { MonitorCast, OTHER_TEAM_PARTITIONS, type Incident } from './monitor-cast.ts';
-import { AlertWatch, namesId } from './monitor-watch.ts';
+import { Supervisor, supervisorPolicy } from '../program/supervisor.ts';
+import { MonitorCast, OTHER_TEAM_PARTITIONS, type Incident } from './cast.ts';
+import { AlertWatch, namesId } from './watch.ts';
 
 /** How long to wait for the monitor's consumer group before starting anyway. */
 const READY_TIMEOUT_MS = 12_000;

@@ -11,7 +11,7 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { KafkaIqError } from '../../core/errors.ts';
+import { KafkaIqError } from '../../../../src/shared/errors.ts';
 
 export interface Endpoint {
   /** As the program's env names it (an IP literal or a host name). */

@@ -2,7 +2,7 @@
  * IPC between the runner and the kafkajs wrapper inside a learner's process. Kept tiny: one
  * message per instrumented kafkajs call, so the wrapper costs microseconds, not milliseconds.
  */
-import type { CrashPoint } from '../../../src/shared/report.ts';
+import type { CrashPoint } from '../../../../src/shared/report.ts';
 
 export type InstrumentedOp = 'send' | 'sendOffsets' | 'commit' | 'abort' | 'commitOffsets'
   // SQL statements through pg (pg-shim.ts): a data-changing statement, a COMMIT.

@@ -12,7 +12,7 @@ import { checkPipelineOutput, readPipelineOutput } from '../checkers/pipeline-ou
 import { checkSagaOutcome } from '../checkers/saga-outcome.ts';
 import { checkTransactionTimeouts } from '../checkers/transaction-timeouts.ts';
 import type { Outcome } from '../lifecycle.ts';
-import type { PipelineParts } from './pipeline-parts.ts';
+import type { PipelineParts } from './parts.ts';
 
 export async function collectPipeline(scenario: PipelineParts): Promise<Outcome> {
   const { attempt, lab, writer } = scenario;

@@ -4,7 +4,7 @@
  * permission model only, which does not stop hostile code: allowed only for a server on loopback,
  * and said on start and in the workbench.
  */
-import { KafkaIqError } from '../../core/errors.ts';
+import { KafkaIqError } from '../../../../src/shared/errors.ts';
 import { probeSandbox, type SandboxRuntime } from './bubblewrap.ts';
 
 export type SandboxPolicy = { sandboxed: true; runtime: SandboxRuntime } | { sandboxed: false; reason: string; requestedOff: boolean };

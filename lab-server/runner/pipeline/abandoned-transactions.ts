@@ -10,7 +10,7 @@
  * inside a long timeout when the wait ends blocks the output, which no-loss then explains.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { describeError } from '../../core/errors.ts';
+import { describeError } from '../../../src/shared/errors.ts';
 import type { OffsetsProbe } from '../../kafka/inspect.ts';
 import { listTransactions, type TransactionInfo } from '../../kafka/transactions.ts';
 

@@ -4,7 +4,7 @@
  * wrapper sends, with bounded strings and counts; anything else is dropped.
  */
 import { z } from 'zod';
-import { crashPointSchema } from '../../../src/shared/report.ts';
+import { crashPointSchema } from '../../../../src/shared/report.ts';
 import type { ChildEvent } from './protocol.ts';
 
 const op = z.enum(['send', 'sendOffsets', 'commit', 'abort', 'commitOffsets', 'db-write', 'db-commit']);

@@ -3,11 +3,11 @@ import fs from 'node:fs';
 import { builtinModules } from 'node:module';
 import path from 'node:path';
 import * as esbuild from 'esbuild';
-import type { Diagnostic } from '../../src/shared/messages.ts';
-import { describeError, KafkaIqError } from '../core/errors.ts';
-import { ROOT_DIR, STATE_DIR } from '../core/paths.ts';
+import type { Diagnostic } from '../../../src/shared/messages.ts';
+import { describeError, KafkaIqError } from '../../../src/shared/errors.ts';
+import { ROOT_DIR, STATE_DIR } from '../../core/paths.ts';
 
-const SHIM = path.join(ROOT_DIR, 'lab-server/runner/child/kafkajs-shim.ts');
+const SHIM = path.join(ROOT_DIR, 'lab-server/runner/program/child/kafkajs-shim.ts');
 const RUNTIME_DIR = path.join(STATE_DIR, 'runtime');
 const REQUIRE_BANNER =
   "import { createRequire as __kiqRequire } from 'node:module'; const require = __kiqRequire(import.meta.url);";
@@ -52,7 +52,7 @@ export function kafkajsRuntime(): Promise<string> {
   return runtimeBuild;
 }
 
-const PG_SHIM = path.join(ROOT_DIR, 'lab-server/runner/child/pg-shim.ts');
+const PG_SHIM = path.join(ROOT_DIR, 'lab-server/runner/program/child/pg-shim.ts');
 let pgRuntimeBuild: Promise<string> | null = null;
 
 /**
@@ -62,7 +62,7 @@ let pgRuntimeBuild: Promise<string> | null = null;
  */
 export function pgRuntime(): Promise<string> {
   pgRuntimeBuild ??= (async () => {
-    const sources = [PG_SHIM, path.join(ROOT_DIR, 'lab-server/runner/child/protocol.ts'), path.join(ROOT_DIR, 'lab-server/runner/child/channel.ts'), path.join(ROOT_DIR, 'node_modules/pg/package.json')];
+    const sources = [PG_SHIM, path.join(ROOT_DIR, 'lab-server/runner/program/child/protocol.ts'), path.join(ROOT_DIR, 'lab-server/runner/program/child/channel.ts'), path.join(ROOT_DIR, 'node_modules/pg/package.json')];
     const digest = createHash('sha256');
     for (const file of sources) digest.update(fs.readFileSync(file));
     const outfile = path.join(RUNTIME_DIR, `pg-runtime-${digest.digest('hex').slice(0, 12)}.mjs`);
@@ -106,7 +106,7 @@ const RUNTIME_OF: Record<AllowedPackage, () => Promise<string>> = {
   '@platformatic/kafka': platformaticRuntime,
 };
 
-const PLATFORMATIC_SHIM = path.join(ROOT_DIR, 'lab-server/runner/child/platformatic-shim.ts');
+const PLATFORMATIC_SHIM = path.join(ROOT_DIR, 'lab-server/runner/program/child/platformatic-shim.ts');
 let platformaticRuntimeBuild: Promise<string> | null = null;
 
 /**

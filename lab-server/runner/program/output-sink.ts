@@ -1,4 +1,4 @@
-import { ROOT_DIR } from '../core/paths.ts';
+import { ROOT_DIR } from '../../core/paths.ts';
 
 export interface OutputLimits {
   /** Total bytes of learner output forwarded per attempt. */

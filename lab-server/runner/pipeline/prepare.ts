@@ -7,8 +7,8 @@ import { waitForBrokers } from '../../kafka/group-wait.ts';
 import { createTopics } from '../../kafka/topics.ts';
 import { TransactionTimeoutWatch } from '../checkers/transaction-timeouts.ts';
 import { AttemptDatabase } from '../database-attempt.ts';
-import { Supervisor, supervisorPolicy } from '../supervisor.ts';
-import type { PipelineParts } from './pipeline-parts.ts';
+import { Supervisor, supervisorPolicy } from '../program/supervisor.ts';
+import type { PipelineParts } from './parts.ts';
 
 /** The supervisor of a pipeline's instances: each start, exit and IPC event goes to the history. */
 export function pipelineSupervisor(scenario: Omit<PipelineParts, 'supervisor'>): Supervisor {

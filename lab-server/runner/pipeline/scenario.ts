@@ -6,7 +6,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { PipelineLab } from '../../../src/shared/lab.ts';
 import type { CrashPoint, FaultRecord } from '../../../src/shared/report.ts';
-import { describeError, KafkaIqError } from '../../core/errors.ts';
+import { describeError, KafkaIqError } from '../../../src/shared/errors.ts';
 import type { ApiNamespace } from '../../api/lab-api.ts';
 import { findTransactionCoordinator, waitForFullIsr } from '../../kafka/coordinator.ts';
 import { removeGroupMember } from '../../kafka/group-offsets.ts';
@@ -14,8 +14,8 @@ import { waitForStableGroup } from '../../kafka/group-wait.ts';
 import { listTransactions } from '../../kafka/transactions.ts';
 import type { TransactionTimeoutWatch } from '../checkers/transaction-timeouts.ts';
 import type { AttemptDatabase } from '../database-attempt.ts';
-import type { Slot, Supervisor } from '../supervisor.ts';
-import { DEFAULTS_ENV } from '../child/protocol.ts';
+import type { Slot, Supervisor } from '../program/supervisor.ts';
+import { DEFAULTS_ENV } from '../program/child/protocol.ts';
 import { brokerSeesOpenTransaction } from '../../kafka/open-transaction.ts';
 import type { ManualFault } from '../contract.ts';
 import type { AimedHit, ProgramDriver } from '../driver/contract.ts';
@@ -25,17 +25,17 @@ import type { AttemptLifecycle, Outcome, ProgressFigures, Scenario } from '../li
 import type { NemesisContext } from '../nemesis/context.ts';
 import { insideUnitOfWork } from '../nemesis/api-faults.ts';
 import { manualFault } from '../nemesis/manual.ts';
-import type { ProgramProcess } from '../program-instance.ts';
+import type { ProgramProcess } from '../program/program-instance.ts';
 import { InputWriter, planSeedTransactions, type SeedTransaction } from '../seeder.ts';
 import type { AbandonedTransactions } from './abandoned-transactions.ts';
 import { FaultObligations } from './fault-obligations.ts';
-import { PipelineLiveness } from './pipeline-liveness.ts';
+import { PipelineLiveness } from './liveness.ts';
 import type { StallWatch } from './stall-watch.ts';
-import { collectPipeline } from './pipeline-collect.ts';
-import { playPipeline } from './pipeline-play.ts';
-import type { PipelineParts } from './pipeline-parts.ts';
-import { pipelineSupervisor, preparePipeline } from './pipeline-prepare.ts';
-import { PipelineProgress } from './pipeline-progress.ts';
+import { collectPipeline } from './collect.ts';
+import { playPipeline } from './play.ts';
+import type { PipelineParts } from './parts.ts';
+import { pipelineSupervisor, preparePipeline } from './prepare.ts';
+import { PipelineProgress } from './progress.ts';
 import type { ThroughputResult } from './throughput.ts';
 
 export class PipelineScenario implements Scenario, NemesisContext, PipelineParts {

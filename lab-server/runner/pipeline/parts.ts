@@ -12,8 +12,8 @@ import type { TransactionTimeoutWatch } from '../checkers/transaction-timeouts.t
 import type { AttemptDatabase } from '../database-attempt.ts';
 import type { AttemptLifecycle } from '../lifecycle.ts';
 import type { InputWriter } from '../seeder.ts';
-import type { Supervisor } from '../supervisor.ts';
-import type { PipelineProgress } from './pipeline-progress.ts';
+import type { Supervisor } from '../program/supervisor.ts';
+import type { PipelineProgress } from './progress.ts';
 import type { ThroughputResult } from './throughput.ts';
 
 export interface PipelineParts {

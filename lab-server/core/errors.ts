@@ -1,1 +1,0 @@
-export { KafkaIqError, describeError, type KafkaIqErrorCode } from '../../src/shared/errors.ts';

@@ -1,1 +1,0 @@
-export { formatReport } from '../../src/shared/format-report.ts';
