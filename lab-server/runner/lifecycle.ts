@@ -53,7 +53,8 @@ export interface ProgressFigures {
 }
 
 /** A lab kind's part of an attempt: prepare the cluster, play the plan (or a Run), collect and judge. */
-export interface Scenario {
+/** One lab kind's grade, in Jepsen's steps: plan (the generator), prepare, play, collect (the checkers). */
+export interface Scenario<Played = unknown> {
   /** The program's instances, once started (for restarts, self-exits and the instance list). */
   readonly supervisor: Supervisor | null;
   /** How often progress is polled and sent, and the poll itself. */
@@ -66,10 +67,10 @@ export interface Scenario {
   prepare(): Promise<void>;
   /** A Run: the program on fresh input, no grade, until the stop signal or the run limit. */
   playFree(): Promise<void>;
-  /** A grade: the plan's input and faults, until everything settled; then every instance stopped. */
-  play(): Promise<void>;
-  /** Reads what the program left (broker, database, API) and judges it. */
-  collect(): Promise<Outcome>;
+  /** A grade: the plan's input and faults, until everything settled; then every instance stopped. Returns what it learned. */
+  play(): Promise<Played>;
+  /** Reads what the program left (broker, database, API) and judges it, with what play learned. */
+  collect(played: Played): Promise<Outcome>;
   /** The report's input and output counts; outcome null when the grade did not get that far. */
   stats(outcome: Outcome | null): { inputs: number; abortedInputs: number; outputs: number; abortedRecords: number; longestStallMs?: number; outputBlockedMs?: number };
   /** Every topic this attempt created. */
@@ -243,10 +244,10 @@ export class AttemptLifecycle implements Attempt {
     try {
       await this.scoped(async () => {
         await this.begin();
-        await this.scenario.play();
+        const played = await this.scenario.play();
         this.phase = 'verifying';
         this.emitProgress();
-        const outcome = await this.scenario.collect();
+        const outcome = await this.scenario.collect(played);
         const checks = [...selectLabChecks(this.lab.definition.checks, outcome.checks), ...(outcome.integrity ?? [])];
         const { verdict, message } = decideVerdict({ checks, ...outcome.verdict(checks) });
         report = this.report(seed, startedAtIso, verdict, message, checks, outcome);

@@ -20,13 +20,16 @@ export type AimedHit = ChildEvent & {
   unconfirmed?: boolean;
 };
 
-/** What a driver needs of the attempt it drives. */
-export interface DriverContext {
-  readonly lab: PipelineLab;
+/** The running program, as a driver sees it. */
+export interface DriverProgramView {
   /** Every slot's current program, for "is any transaction open". */
   readonly slots: Iterable<Slot>;
-  /** Faults injected so far. */
-  readonly faultsDone: number;
+}
+
+/** The seeded input, and how far the program has got through it. */
+export interface InputView {
+  /** Committed inputs written so far. */
+  readonly committedWritten: number;
   /** Committed inputs the group's offsets cover, as of the last poll. */
   readonly processed: number;
   /** `processed` as of a poll that began after this call. */
@@ -34,9 +37,21 @@ export interface DriverContext {
   writeWave(wave: SeedTransaction[]): Promise<void>;
   /** The next wave of input (empty when used up). */
   nextWave(): SeedTransaction[];
+}
+
+/** What a driver asks the cluster: broker truth, never the program's word. */
+export interface DriverClusterView {
   realTopic(logical: string): string;
   /** Whether an output partition has an open transaction (LSO < HWM); null if the broker did not say. */
   brokerSaysTransactionOpen(): Promise<boolean | null>;
+}
+
+/** What a driver needs of the attempt it drives, grouped by role. */
+export interface DriverContext {
+  readonly lab: PipelineLab;
+  readonly program: DriverProgramView;
+  readonly input: InputView;
+  readonly cluster: DriverClusterView;
 }
 
 export interface ProgramDriver {

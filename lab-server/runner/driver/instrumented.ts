@@ -30,13 +30,13 @@ export class InstrumentedDriver implements ProgramDriver {
   async armAndWrite(ctx: DriverContext, slot: Slot, fault: PlannedFault, action: ArmAction, wave: SeedTransaction[]) {
     const instance = slot.current;
     if (!fault.crashPoint) {
-      await ctx.writeWave(wave);
+      await ctx.input.writeWave(wave);
       await sleep(fault.delayMs);
       return { instance, event: null };
     }
     let waveWrittenAt = Infinity;
     const hit = armAt(ctx, instance, fault.crashPoint, action, fault.occurrence, fault.topic, () => waveWrittenAt);
-    await ctx.writeWave(wave);
+    await ctx.input.writeWave(wave);
     waveWrittenAt = Date.now();
     let event: AimedHit | null = await hit;
     if (event && fault.topic) event = { ...event, aimedAt: fault.topic };
@@ -49,10 +49,10 @@ export class InstrumentedDriver implements ProgramDriver {
     // would land there again on every try, and the aimed point would never be reached.
     const retry = (fault.attempt ?? 1) > 1;
     if (!event && (retry || fault.crashPoint !== fallbackPoint || fault.topic) && instance.alive) {
-      const spare = ctx.nextWave();
+      const spare = ctx.input.nextWave();
       if (spare.length) {
         const fallback = retry ? armAt(ctx, instance, fault.crashPoint, action, 1, fault.topic) : armAt(ctx, instance, fallbackPoint, action, 1);
-        await ctx.writeWave(spare);
+        await ctx.input.writeWave(spare);
         event = await fallback;
         if (event && retry && fault.topic) event = { ...event, aimedAt: fault.topic };
       }
@@ -66,7 +66,7 @@ export class InstrumentedDriver implements ProgramDriver {
   }
 
   async anyTransactionOpen(ctx: DriverContext): Promise<boolean | null> {
-    return [...ctx.slots].some((s) => s.txnOpen);
+    return [...ctx.program.slots].some((s) => s.txnOpen);
   }
 
   waitForEvent(instance: ProgramProcess, match: (e: ChildEvent) => boolean, timeoutMs: number): Promise<boolean> {
@@ -103,7 +103,7 @@ export class InstrumentedDriver implements ProgramDriver {
  */
 async function confirmedByBroker(ctx: DriverContext, event: AimedHit): Promise<AimedHit> {
   if (!event.txnOpen || /^(before|after):(http|db-write|db-commit)$/.test(event.point)) return event;
-  if ((await ctx.brokerSaysTransactionOpen()) === true) return event;
+  if ((await ctx.cluster.brokerSaysTransactionOpen()) === true) return event;
   return { ...event, txnOpen: false, unconfirmed: true };
 }
 
@@ -163,6 +163,6 @@ function armAt(
     instance.on('event', onEvent);
     instance.once('exit', onExit);
   });
-  instance.send({ t: 'arm', point, action, occurrence, ...(topic ? { topic: ctx.realTopic(topic) } : {}) });
+  instance.send({ t: 'arm', point, action, occurrence, ...(topic ? { topic: ctx.cluster.realTopic(topic) } : {}) });
   return hit;
 }

@@ -46,11 +46,11 @@ export class OpaqueDriver implements ProgramDriver {
     // A program without transactions (a console pipe) handles both waves and gets the fault.
     let next = wave;
     for (let chance = 1; chance <= 2 && next.length; chance++) {
-      const handledAt = (await ctx.freshProcessed()) + committedRecords(next);
-      await ctx.writeWave(next);
-      if (await this.waitForOpenTransaction(ctx, BOOT_AND_REJOIN_MS, () => ctx.processed >= handledAt)) break;
-      if (ctx.processed < handledAt) break; // still not handled: the fault lands as it is
-      next = ctx.nextWave();
+      const handledAt = (await ctx.input.freshProcessed()) + committedRecords(next);
+      await ctx.input.writeWave(next);
+      if (await this.waitForOpenTransaction(ctx, BOOT_AND_REJOIN_MS, () => ctx.input.processed >= handledAt)) break;
+      if (ctx.input.processed < handledAt) break; // still not handled: the fault lands as it is
+      next = ctx.input.nextWave();
     }
     return { instance, event: null };
   }
@@ -59,18 +59,18 @@ export class OpaqueDriver implements ProgramDriver {
   private async waitForOpenTransaction(ctx: DriverContext, timeoutMs: number, done: () => boolean): Promise<boolean> {
     const until = Date.now() + timeoutMs;
     while (Date.now() < until && !done()) {
-      if (await ctx.brokerSaysTransactionOpen()) return true;
+      if (await ctx.cluster.brokerSaysTransactionOpen()) return true;
       await sleep(2);
     }
     return false;
   }
 
   openTransactionNow(ctx: DriverContext): Promise<boolean | null> {
-    return ctx.brokerSaysTransactionOpen();
+    return ctx.cluster.brokerSaysTransactionOpen();
   }
 
   anyTransactionOpen(ctx: DriverContext): Promise<boolean | null> {
-    return ctx.brokerSaysTransactionOpen();
+    return ctx.cluster.brokerSaysTransactionOpen();
   }
 
   /** No IPC: a short wait stands in for the event. */
@@ -82,9 +82,9 @@ export class OpaqueDriver implements ProgramDriver {
     // No IPC from a command: its commit shows as the group's offsets moving. Waking the zombie
     // before the replacement (a JVM takes seconds to start) has even fenced it would test
     // nothing, and would race two live instances instead.
-    const committedBefore = await ctx.freshProcessed();
+    const committedBefore = await ctx.input.freshProcessed();
     const until = Date.now() + 30_000;
-    while (Date.now() < until && ctx.processed <= committedBefore && replacement.alive) await sleep(200);
+    while (Date.now() < until && ctx.input.processed <= committedBefore && replacement.alive) await sleep(200);
   }
 
   hitTransaction(faults: readonly FaultRecord[], abortedRecords: number): boolean {

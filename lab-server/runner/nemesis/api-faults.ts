@@ -67,13 +67,13 @@ export async function injectApiFault(ns: ApiNamespace, spec: ApiSpec, kind: ApiF
 export const apiFault: FaultHandler = async (ctx, fault, wave) => {
   const spec = ctx.lab.api;
   if (!ctx.api || !spec || !isApiFault(fault.kind)) {
-    await ctx.writeWave(wave);
-    ctx.recordFault(fault, 'api', null, null, 'skipped: this lab has no API');
+    await ctx.input.writeWave(wave);
+    ctx.record.fault(fault, 'api', null, null, 'skipped: this lab has no API');
     return;
   }
-  const { note } = await injectApiFault(ctx.api, spec, fault.kind, fault.occurrence, () => ctx.writeWave(wave));
+  const { note } = await injectApiFault(ctx.api, spec, fault.kind, fault.occurrence, () => ctx.input.writeWave(wave));
   // No Kafka transaction need be open while the program calls the API (a good program calls it
   // before the transaction opens): unknown. Kills at before:http / after:http are what prove a
   // grade conclusive (see insideUnitOfWork).
-  ctx.recordFault(fault, 'api', null, null, note);
+  ctx.record.fault(fault, 'api', null, null, note);
 };

@@ -25,18 +25,18 @@ export async function restartCluster(maintenance: MaintenanceLock, control: Brok
 }
 
 export const brokerRestartFault: FaultHandler = async (ctx, fault, wave) => {
-  const slot = ctx.slot(fault.instance) ?? ctx.slot(1)!;
-  await ctx.writeWave(wave);
-  await ctx.driver.waitForEvent(slot.current, (e) => e.t === 'call' && e.point === 'after:send', 4_000);
-  if (!ctx.control) {
-    ctx.recordFault(fault, 'broker', null, null, 'skipped: this cluster is not one KafkaIQ started (KAFKA_BROKERS), so it is not restarted');
+  const slot = ctx.program.slot(fault.instance) ?? ctx.program.slot(1)!;
+  await ctx.input.writeWave(wave);
+  await ctx.program.driver.waitForEvent(slot.current, (e) => e.t === 'call' && e.point === 'after:send', 4_000);
+  if (!ctx.cluster.control) {
+    ctx.record.fault(fault, 'broker', null, null, 'skipped: this cluster is not one KafkaIQ started (KAFKA_BROKERS), so it is not restarted');
     return;
   }
-  const open = await ctx.driver.anyTransactionOpen(ctx);
-  ctx.recordFault(fault, 'broker', null, open, 'every broker stops cleanly and starts again');
+  const open = await ctx.program.driver.anyTransactionOpen(ctx);
+  ctx.record.fault(fault, 'broker', null, open, 'every broker stops cleanly and starts again');
   const restartStarted = Date.now();
-  await restartCluster(ctx.maintenance, ctx.control);
-  ctx.system(`broker is back after ${((Date.now() - restartStarted) / 1000).toFixed(1)} s`);
+  await restartCluster(ctx.cluster.maintenance, ctx.cluster.control);
+  ctx.log.system(`broker is back after ${((Date.now() - restartStarted) / 1000).toFixed(1)} s`);
 };
 
 /**
@@ -47,24 +47,24 @@ export const brokerRestartFault: FaultHandler = async (ctx, fault, wave) => {
  * exclusively: other attempts on this cluster do not create topics or verify with a node down.
  */
 export const coordinatorKillFault: FaultHandler = async (ctx, fault, wave) => {
-  const slot = ctx.slot(fault.instance) ?? ctx.slot(1)!;
+  const slot = ctx.program.slot(fault.instance) ?? ctx.program.slot(1)!;
   // A node killed by an earlier fault must be back first; wait before arming, so the program is
   // not held at its crash point (its transaction open) for the length of a broker start.
-  await ctx.maintenance.whenWhole();
-  const { instance, event } = await ctx.driver.armAndWrite(ctx, slot, fault, 'pause', wave);
-  const control = ctx.control;
-  const open = event ? null : await ctx.driver.openTransactionNow(ctx, slot);
+  await ctx.cluster.maintenance.whenWhole();
+  const { instance, event } = await ctx.program.driver.armAndWrite(ctx, slot, fault, 'pause', wave);
+  const control = ctx.cluster.control;
+  const open = event ? null : await ctx.program.driver.openTransactionNow(ctx, slot);
   if (!control) {
     instance.resume();
-    ctx.recordFault(fault, 'broker', event, open, 'skipped: the cluster is external (KAFKA_BROKERS), so no broker is killed');
+    ctx.record.fault(fault, 'broker', event, open, 'skipped: the cluster is external (KAFKA_BROKERS), so no broker is killed');
     return;
   }
-  const transactionalId = ctx.env(slot.slot).TRANSACTIONAL_ID!;
-  await ctx.maintenance.withExclusive(async () => {
+  const transactionalId = ctx.program.env(slot.slot).TRANSACTIONAL_ID!;
+  await ctx.cluster.maintenance.withExclusive(async () => {
     let coordinator;
     try {
       // Another attempt on this cluster may have killed a node meanwhile.
-      await ctx.maintenance.whenWhole();
+      await ctx.cluster.maintenance.whenWhole();
       coordinator = await ctx.cluster.findTransactionCoordinator(transactionalId);
     } catch (err) {
       instance.resume();
@@ -73,11 +73,11 @@ export const coordinatorKillFault: FaultHandler = async (ctx, fault, wave) => {
     const nodes = await control.nodeIds();
     if (nodes.length < 3) {
       instance.resume();
-      ctx.recordFault(fault, 'broker', event, open, `skipped: the cluster has ${nodes.length} broker(s), and killing the coordinator needs 3`);
+      ctx.record.fault(fault, 'broker', event, open, `skipped: the cluster has ${nodes.length} broker(s), and killing the coordinator needs 3`);
       return;
     }
     const where = coordinator.partition >= 0 ? ` (leader of ${TRANSACTION_STATE_TOPIC}-${coordinator.partition})` : '';
-    ctx.recordFault(
+    ctx.record.fault(
       fault,
       `broker-${coordinator.nodeId}`,
       event,
@@ -92,12 +92,12 @@ export const coordinatorKillFault: FaultHandler = async (ctx, fault, wave) => {
     // next fault that needs all three (and topic creation, and verification) waits for it.
     const started = Date.now();
     const nodeId = coordinator.nodeId;
-    ctx.maintenance.recover(
+    ctx.cluster.maintenance.recover(
       (async () => {
         await control.startNode(nodeId);
         // Back in every ISR: the next node loss must still leave 2 in-sync replicas everywhere.
         const inSync = await ctx.cluster.waitForFullIsr(30_000);
-        if (!ctx.stopping) ctx.system(`broker ${nodeId} is back${inSync ? ' and in sync' : ' (some replicas still catching up)'} after ${((Date.now() - started) / 1000).toFixed(1)} s`);
+        if (!ctx.program.stopping) ctx.log.system(`broker ${nodeId} is back${inSync ? ' and in sync' : ' (some replicas still catching up)'} after ${((Date.now() - started) / 1000).toFixed(1)} s`);
       })(),
     );
   });

@@ -1,42 +1,26 @@
 /**
- * What a fault handler (nemesis/*.ts) sees of the attempt: the program's supervisor and driver,
- * the broker's controls, the input waves, and the history to record the fault in. The pipeline
- * scenario provides it; the nemesis unit tests provide a fake one with a fake program driver.
+ * What a fault handler (nemesis/*.ts) sees of the attempt, grouped by role: the program (its
+ * supervisor's slots and the driver that reaches into it), the input waves, the cluster (the
+ * broker's controls and what it says), the record of faults, and the log the learner reads. The
+ * pipeline scenario builds it (pipeline/nemesis-context.ts); the nemesis unit tests build a fake
+ * one with a fake program driver.
  */
 import type { FaultRecord } from '../../../src/shared/report.ts';
 import type { BrokerControl } from '../../broker/cluster.ts';
 import type { MaintenanceLock } from '../../broker/maintenance.ts';
 import type { TransactionCoordinator } from '../../kafka/coordinator.ts';
 import type { ApiNamespace } from '../../api/lab-api.ts';
-import type { AimedHit, DriverContext, ProgramDriver } from '../driver/contract.ts';
+import type { AimedHit, DriverClusterView, DriverContext, DriverProgramView, InputView, ProgramDriver } from '../driver/contract.ts';
 import type { PlannedFault } from '../fault-plan.ts';
 import type { ProgramProcess } from '../program/program-instance.ts';
 import type { SeedTransaction } from '../seeder.ts';
 import type { Slot } from '../program/supervisor.ts';
 
-export interface NemesisContext extends DriverContext {
+/** The program's instances: start, stop, freeze and reach into them. */
+export interface ProgramView extends DriverProgramView {
   readonly driver: ProgramDriver;
-  readonly brokers: string[];
-  /** null: an external cluster (KAFKA_BROKERS), which the grader does not restart. */
-  readonly control: BrokerControl | null;
-  readonly maintenance: MaintenanceLock;
-  /** What the broker faults ask the cluster (kafka/coordinator.ts; a fake in the unit tests). */
-  readonly cluster: {
-    findTransactionCoordinator(transactionalId: string): Promise<TransactionCoordinator>;
-    /** Waits until every partition's ISR is complete again; false if not within the time. */
-    waitForFullIsr(timeoutMs: number): Promise<boolean>;
-  };
-  /** Labs with an `api` block: the attempt's namespace of the lab HTTP API. */
-  readonly api: ApiNamespace | null;
+  /** The attempt is winding down: nothing restarts. */
   readonly stopping: boolean;
-  /**
-   * When the coordinator may first expire a transaction open now (its start plus its own
-   * transactionTimeout, the earliest of the attempt's open ones, ms since the epoch); null when
-   * the broker shows none open or cannot say. Broker truth, not the program's word.
-   */
-  earliestTransactionExpiry(): Promise<number | null>;
-  /** Committed inputs written so far. */
-  readonly committedWritten: number;
   slot(n: number): Slot | undefined;
   /** Starts (or restarts) a slot's program. */
   startSlot(n: number): Slot;
@@ -53,9 +37,44 @@ export interface NemesisContext extends DriverContext {
   awaitStableGroup(members: number, timeoutMs: number): Promise<void>;
   /** The env of a slot's program (its TRANSACTIONAL_ID, say). */
   env(slot: number): Record<string, string>;
-  recordFault(fault: PlannedFault, instance: string, event: (Pick<AimedHit, 'point' | 'txnOpen'> & { aimedAt?: string }) | null, txnOpen: boolean | null, note?: string): FaultRecord;
+}
+
+/** The cluster: the broker's controls and what it says. */
+export interface ClusterView extends DriverClusterView {
+  readonly brokers: string[];
+  /** null: an external cluster (KAFKA_BROKERS), which the grader does not restart. */
+  readonly control: BrokerControl | null;
+  readonly maintenance: MaintenanceLock;
+  findTransactionCoordinator(transactionalId: string): Promise<TransactionCoordinator>;
+  /** Waits until every partition's ISR is complete again; false if not within the time. */
+  waitForFullIsr(timeoutMs: number): Promise<boolean>;
+  /**
+   * When the coordinator may first expire a transaction open now (its start plus its own
+   * transactionTimeout, the earliest of the attempt's open ones, ms since the epoch); null when
+   * the broker shows none open or cannot say. Broker truth, not the program's word.
+   */
+  earliestTransactionExpiry(): Promise<number | null>;
+}
+
+/** Where a landed fault goes: the history, the report and the learner's terminal. */
+export interface RecordView {
+  fault(fault: PlannedFault, instance: string, event: (Pick<AimedHit, 'point' | 'txnOpen'> & { aimedAt?: string }) | null, txnOpen: boolean | null, note?: string): FaultRecord;
+}
+
+/** The learner's terminal and the workbench's instance list. */
+export interface LogView {
   system(line: string): void;
   emitState(): void;
+}
+
+export interface NemesisContext extends DriverContext {
+  readonly program: ProgramView;
+  readonly input: InputView;
+  readonly cluster: ClusterView;
+  readonly record: RecordView;
+  readonly log: LogView;
+  /** Labs with an `api` block: the attempt's namespace of the lab HTTP API. */
+  readonly api: ApiNamespace | null;
 }
 
 /**

@@ -5,7 +5,7 @@ import type { ProgramProcess } from '../program/program-instance.ts';
 import type { Slot } from '../program/supervisor.ts';
 import type { FaultHandler, NemesisContext } from './context.ts';
 
-const target = (ctx: NemesisContext, n: number) => ctx.slot(n) ?? ctx.slot(1)!;
+const target = (ctx: NemesisContext, n: number) => ctx.program.slot(n) ?? ctx.program.slot(1)!;
 
 /** SIGKILL at the crash point, then a restart with the same identity. */
 /** How long a kill waits for the other instances to take the dead one's partitions over. */
@@ -13,24 +13,24 @@ const SURVIVORS_TAKE_OVER_MS = 8_000;
 
 export const killFault: FaultHandler = async (ctx, fault, wave) => {
   const slot = target(ctx, fault.instance);
-  const { instance, event } = await ctx.driver.armAndWrite(ctx, slot, fault, 'kill', wave);
-  ctx.expectExit(instance);
+  const { instance, event } = await ctx.program.driver.armAndWrite(ctx, slot, fault, 'kill', wave);
+  ctx.program.expectExit(instance);
   instance.signal('SIGKILL');
   await instance.exited;
-  const open = event ? null : await ctx.driver.openTransactionNow(ctx, slot);
+  const open = event ? null : await ctx.program.driver.openTransactionNow(ctx, slot);
   // During a broker restart (another grade's) the group is re-formed anyway: no LeaveGroup
   // to hold up the replacement. When sent, the report says so, so the quick rejoin in the
   // timeline does not teach a wrong lesson.
-  const leaves = ctx.hasMemberships(instance) && !ctx.maintenance.isDown;
-  ctx.recordFault(fault, instance.id, event, open, leaves ? 'the grader sends the LeaveGroup it could not: no wait for its session timeout' : undefined);
-  if (leaves) await ctx.removeFromGroups(instance);
+  const leaves = ctx.program.hasMemberships(instance) && !ctx.cluster.maintenance.isDown;
+  ctx.record.fault(fault, instance.id, event, open, leaves ? 'the grader sends the LeaveGroup it could not: no wait for its session timeout' : undefined);
+  if (leaves) await ctx.program.removeFromGroups(instance);
   // Other instances still running (a multi-instance lab, or one that joined): as a crashed pod is
   // rescheduled only after a while, they take its partitions over before it comes back. A program
   // that hands partitions over badly (positions read only at start-up) then always shows it; with
   // an instant restart the dead one's successor often got its own partitions back first.
-  const survivors = [...ctx.slots].filter((s) => s !== slot && s.current.alive).length;
-  if (leaves && survivors > 0) await ctx.awaitStableGroup(survivors, SURVIVORS_TAKE_OVER_MS);
-  ctx.startSlot(slot.slot);
+  const survivors = [...ctx.program.slots].filter((s) => s !== slot && s.current.alive).length;
+  if (leaves && survivors > 0) await ctx.program.awaitStableGroup(survivors, SURVIVORS_TAKE_OVER_MS);
+  ctx.program.startSlot(slot.slot);
 };
 
 /**
@@ -40,51 +40,51 @@ export const killFault: FaultHandler = async (ctx, fault, wave) => {
  */
 export async function livenessRestart(ctx: NemesisContext, slot: Slot, why: string): Promise<void> {
   const instance = slot.current;
-  ctx.system(`${instance.id} is ${why}: the grader restarts it, as a liveness probe would, so the faults still owed reach a running program.`);
-  ctx.expectExit(instance);
+  ctx.log.system(`${instance.id} is ${why}: the grader restarts it, as a liveness probe would, so the faults still owed reach a running program.`);
+  ctx.program.expectExit(instance);
   instance.signal('SIGKILL');
   await instance.exited;
-  if (ctx.hasMemberships(instance) && !ctx.maintenance.isDown) await ctx.removeFromGroups(instance);
-  ctx.startSlot(slot.slot);
+  if (ctx.program.hasMemberships(instance) && !ctx.cluster.maintenance.isDown) await ctx.program.removeFromGroups(instance);
+  ctx.program.startSlot(slot.slot);
 }
 
 /** SIGTERM at the crash point (a clean shutdown), then a restart. */
 export const stopFault: FaultHandler = async (ctx, fault, wave) => {
   const slot = target(ctx, fault.instance);
-  const { instance, event } = await ctx.driver.armAndWrite(ctx, slot, fault, 'stop', wave);
-  const open = event ? event.txnOpen : await ctx.driver.openTransactionNow(ctx, slot);
-  ctx.expectExit(instance);
-  ctx.recordFault(fault, instance.id, event, open);
+  const { instance, event } = await ctx.program.driver.armAndWrite(ctx, slot, fault, 'stop', wave);
+  const open = event ? event.txnOpen : await ctx.program.driver.openTransactionNow(ctx, slot);
+  ctx.program.expectExit(instance);
+  ctx.record.fault(fault, instance.id, event, open);
   await instance.stop(5_000);
-  ctx.startSlot(slot.slot);
+  ctx.program.startSlot(slot.slot);
 };
 
 /** SIGSTOP at the crash point, a replacement with the same identity, then the frozen one resumes. */
 export const zombieFault: FaultHandler = async (ctx, fault, wave) => {
   const slot = target(ctx, fault.instance);
-  const { instance, event } = await ctx.driver.armAndWrite(ctx, slot, fault, 'pause', wave);
+  const { instance, event } = await ctx.program.driver.armAndWrite(ctx, slot, fault, 'pause', wave);
   instance.pause();
-  ctx.addZombie(instance);
+  ctx.program.addZombie(instance);
   // Frozen longer than its own transactionTimeout, the zombie wakes to a transaction the broker
   // has already aborted: that failure is the timeout's doing, not fencing. Asked now, while the
   // transaction is still open; answered while the replacement starts.
-  const expiry = event?.txnOpen && ctx.driver.kind === 'instrumented' ? ctx.earliestTransactionExpiry() : Promise.resolve(null);
-  ctx.recordFault(fault, instance.id, event, event ? null : await ctx.driver.openTransactionNow(ctx, slot), 'paused; a replacement with the same identity starts');
-  const replacement = ctx.startSlot(slot.slot).current;
+  const expiry = event?.txnOpen && ctx.program.driver.kind === 'instrumented' ? ctx.cluster.earliestTransactionExpiry() : Promise.resolve(null);
+  ctx.record.fault(fault, instance.id, event, event ? null : await ctx.program.driver.openTransactionNow(ctx, slot), 'paused; a replacement with the same identity starts');
+  const replacement = ctx.program.startSlot(slot.slot).current;
   // New input, so the replacement has work of its own while the zombie is frozen mid-transaction.
-  await ctx.writeWave(ctx.nextWave());
+  await ctx.input.writeWave(ctx.input.nextWave());
   // Resume the zombie once the replacement has redone work: its first commit, or (for a
   // program without transactions) its first sends plus a moment.
   // When the zombie was frozen in one stage (an aimed crash point), wait for the replacement's
   // commit in that stage: only then has its producer fenced the zombie's, whose next call
   // then fails. (Another stage of a multi-stage program may commit long before.)
-  const aimed = event?.aimedAt ? ctx.realTopic(event.aimedAt) : null;
-  await ctx.driver.awaitReplacementCommit(ctx, replacement);
-  const sent = await ctx.driver.waitForEvent(replacement, (e) => e.t === 'call' && (e.point === 'after:commit' || e.point === 'after:send'), 20_000);
+  const aimed = event?.aimedAt ? ctx.cluster.realTopic(event.aimedAt) : null;
+  await ctx.program.driver.awaitReplacementCommit(ctx, replacement);
+  const sent = await ctx.program.driver.waitForEvent(replacement, (e) => e.t === 'call' && (e.point === 'after:commit' || e.point === 'after:send'), 20_000);
   if (sent) {
-    await ctx.driver.waitForEvent(replacement, (e) => e.t === 'call' && e.point === 'after:commit' && (!aimed || (e.written ?? []).includes(aimed)), aimed ? 8_000 : 1_500);
+    await ctx.program.driver.waitForEvent(replacement, (e) => e.t === 'call' && e.point === 'after:commit' && (!aimed || (e.written ?? []).includes(aimed)), aimed ? 8_000 : 1_500);
   }
-  ctx.system(`${instance.id} (the zombie) resumes`);
+  ctx.log.system(`${instance.id} (the zombie) resumes`);
   const effect = watchJudgedCalls(instance);
   const resumedAt = Date.now();
   instance.resume();
@@ -93,12 +93,12 @@ export const zombieFault: FaultHandler = async (ctx, fault, wave) => {
   if (exited && !effect.judged()) await sleep(300);
   effect.stop();
   if (!exited) {
-    ctx.system(`${instance.id} (the zombie) is still running 4 s after it woke: stopping it, since its replacement now has its identity.`);
+    ctx.log.system(`${instance.id} (the zombie) is still running 4 s after it woke: stopping it, since its replacement now has its identity.`);
     await instance.stop(2_000);
   }
-  ctx.removeZombie(instance);
+  ctx.program.removeZombie(instance);
   // Only our wrapper reports calls: an opaque program's zombie is taken as it comes.
-  if (ctx.driver.kind !== 'instrumented') return;
+  if (ctx.program.driver.kind !== 'instrumented') return;
   if (exited && !effect.judged()) {
     return { withoutEffect: `${instance.id} (the zombie) exited on waking before the broker judged any call of it (${effect.lastError() ?? 'no transactional call'}): whether it was fenced was never shown` };
   }
@@ -143,19 +143,19 @@ function watchJudgedCalls(instance: ProgramProcess) {
  */
 export const pauseFault: FaultHandler = async (ctx, fault, wave) => {
   const slot = target(ctx, fault.instance);
-  const { instance, event } = await ctx.driver.armAndWrite(ctx, slot, fault, 'pause', wave);
+  const { instance, event } = await ctx.program.driver.armAndWrite(ctx, slot, fault, 'pause', wave);
   instance.pause();
-  ctx.emitState();
-  ctx.recordFault(fault, instance.id, event, event ? null : slot.txnOpen, 'paused (SIGSTOP) past its session timeout, no replacement: the group hands its partitions to the other instances');
+  ctx.log.emitState();
+  ctx.record.fault(fault, instance.id, event, event ? null : slot.txnOpen, 'paused (SIGSTOP) past its session timeout, no replacement: the group hands its partitions to the other instances');
   await waitWhilePaused(ctx, instance);
-  ctx.system(`${instance.id} resumes (SIGCONT) and carries on where it froze; from here on it is a normal group member again`);
+  ctx.log.system(`${instance.id} resumes (SIGCONT) and carries on where it froze; from here on it is a normal group member again`);
   instance.resume();
-  ctx.emitState();
+  ctx.log.emitState();
   // Let the held transaction play out (its commit goes through, or fails because it was
   // fenced) before the next fault is armed: a crash point armed now would catch the zombie's
   // own commit and hide what it does. A program without transactions is done at its next call.
   const settled = (e: ChildEvent) => (e.t === 'call' && (e.point === 'after:commit' || e.point === 'after:abort' || !e.txnOpen)) || (e.t === 'failed' && e.op !== 'commitOffsets');
-  await Promise.race([ctx.driver.waitForEvent(instance, settled, 5_000), instance.exited]);
+  await Promise.race([ctx.program.driver.waitForEvent(instance, settled, 5_000), instance.exited]);
 };
 
 /**
@@ -166,31 +166,31 @@ export const pauseFault: FaultHandler = async (ctx, fault, wave) => {
  */
 async function waitWhilePaused(ctx: NemesisContext, frozen: ProgramProcess): Promise<void> {
   const session = Math.min(ctx.lab.kafkajs.consumer.sessionTimeout ?? 30_000, 15_000);
-  const target = ctx.committedWritten;
+  const target = ctx.input.committedWritten;
   const started = Date.now();
   // Nobody can take the partitions over before the session timeout: no need to look earlier.
   await sleep(session);
-  while (frozen.alive && Date.now() - started < session + 12_000 && ctx.processed < target) await sleep(100);
-  if (ctx.processed < target) {
-    ctx.system(`the other instances did not take over ${frozen.id}'s work within ${((Date.now() - started) / 1000).toFixed(1)} s (${ctx.processed}/${target} inputs committed)`);
+  while (frozen.alive && Date.now() - started < session + 12_000 && ctx.input.processed < target) await sleep(100);
+  if (ctx.input.processed < target) {
+    ctx.log.system(`the other instances did not take over ${frozen.id}'s work within ${((Date.now() - started) / 1000).toFixed(1)} s (${ctx.input.processed}/${target} inputs committed)`);
   } else {
-    ctx.system(`the other instances took over ${frozen.id}'s partitions and committed every input so far (${((Date.now() - started) / 1000).toFixed(1)} s frozen)`);
+    ctx.log.system(`the other instances took over ${frozen.id}'s partitions and committed every input so far (${((Date.now() - started) / 1000).toFixed(1)} s frozen)`);
   }
 }
 
 /** A new instance joins the group (a rebalance). */
 export const joinFault: FaultHandler = async (ctx, fault, wave) => {
-  const next = ctx.nextSlot;
-  await ctx.writeWave(wave);
+  const next = ctx.program.nextSlot;
+  await ctx.input.writeWave(wave);
   await sleep(fault.delayMs);
-  ctx.recordFault(fault, `i${next}`, null, [...ctx.slots].some((s) => s.txnOpen), 'a new instance joins the group');
-  ctx.startSlot(next);
+  ctx.record.fault(fault, `i${next}`, null, [...ctx.program.slots].some((s) => s.txnOpen), 'a new instance joins the group');
+  ctx.program.startSlot(next);
 };
 
 /** The next send fails as during a leader change. */
 export const sendErrorFault: FaultHandler = async (ctx, fault, wave) => {
   const slot = target(ctx, fault.instance);
-  const { instance, event } = await ctx.driver.armAndWrite(ctx, slot, fault, 'error', wave);
-  if (event) ctx.recordFault(fault, instance.id, event, null, 'the send failed as if the partition leader had moved');
-  else ctx.recordFault(fault, instance.id, null, slot.txnOpen, 'not injected: the program made no send in time');
+  const { instance, event } = await ctx.program.driver.armAndWrite(ctx, slot, fault, 'error', wave);
+  if (event) ctx.record.fault(fault, instance.id, event, null, 'the send failed as if the partition leader had moved');
+  else ctx.record.fault(fault, instance.id, null, slot.txnOpen, 'not injected: the program made no send in time');
 };

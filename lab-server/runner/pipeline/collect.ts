@@ -12,17 +12,18 @@ import { checkPipelineOutput, readPipelineOutput } from '../checkers/pipeline-ou
 import { checkSagaOutcome } from '../checkers/saga-outcome.ts';
 import { checkTransactionTimeouts } from '../checkers/transaction-timeouts.ts';
 import type { Outcome } from '../lifecycle.ts';
-import type { PipelineParts } from './parts.ts';
+import type { Played, PlannedPipeline } from './state.ts';
 
-export async function collectPipeline(scenario: PipelineParts): Promise<Outcome> {
+export async function collectPipeline(scenario: PlannedPipeline, played: Played): Promise<Outcome> {
   const { attempt, lab, writer } = scenario;
+  const { database, api, txnTimeouts } = scenario.prepared;
+  const system = (line: string) => attempt.sink.system(line);
   const { history, maintenance } = attempt;
-  scenario.system(`All instances stopped at +${(attempt.elapsed() / 1000).toFixed(1)} s; verifying the output as a read_committed consumer would see it.`);
+  system(`All instances stopped at +${(attempt.elapsed() / 1000).toFixed(1)} s; verifying the output as a read_committed consumer would see it.`);
   const inputs = writer.written;
   // Labs with a database: the effects, counted in the database itself.
-  const effects = scenario.database && lab.database ? checkDatabaseEffects(lab.database, lab, inputs, await scenario.database.readRows()) : null;
+  const effects = database && lab.database ? checkDatabaseEffects(lab.database, lab, inputs, await database.readRows()) : null;
   // no-transaction-timeouts: the coordinator's log since the start (transaction-timeouts.ts).
-  const txnTimeouts = scenario.txnTimeouts;
   const timeoutCheck = txnTimeouts ? checkTransactionTimeouts(await maintenance.withShared(() => txnTimeouts.readLog()), attempt.namespace, history.faults, attempt.startedAt) : null;
   const realTopic = (t: string) => attempt.realTopic(t);
   const read = await maintenance.withShared(() => readPipelineOutput({ kafka: attempt.kafka, brokers: attempt.options.brokers, lab, groupId: attempt.groupId, realTopic }));
@@ -32,15 +33,15 @@ export async function collectPipeline(scenario: PipelineParts): Promise<Outcome>
     inputs,
     faults: history.faults,
     startedAt: attempt.startedAt,
-    transactions: scenario.abandoned ? { heldAtEnd: scenario.heldAtEnd, ...scenario.abandoned } : null,
+    transactions: played.abandoned ? { heldAtEnd: played.heldAtEnd, ...played.abandoned } : null,
     extraChecks: [
-      ...(scenario.throughput ? [scenario.throughput.check] : []),
+      ...(played.throughput ? [played.throughput.check] : []),
       ...(timeoutCheck ? [timeoutCheck] : []),
       checkKeepsUp(scenario.stallWatch.stalls, scenario.stallWatch.boundMs, scenario.stallWatch.longestMs, scenario.stallWatch.longestEndMs),
       // Labs that call the lab API: the effects it applied, against what the committed inputs ask for.
-      ...(scenario.api && lab.api ? checkApiEffects({ api: lab.api, effects: scenario.api.effects, inputs, faults: history.faults, startedAt: attempt.startedAt }) : []),
+      ...(api && lab.api ? checkApiEffects({ api: lab.api, effects: api.effects, inputs, faults: history.faults, startedAt: attempt.startedAt }) : []),
       // Saga labs: each started saga, as the effects of its order.
-      ...(scenario.api && lab.api?.service === 'saga' ? [checkSagaOutcome({ api: lab.api, effects: scenario.api.effects, inputs })] : []),
+      ...(api && lab.api?.service === 'saga' ? [checkSagaOutcome({ api: lab.api, effects: api.effects, inputs })] : []),
       // Labs with a database: the rows the program left, against what the committed inputs ask for.
       ...(effects?.checks ?? []),
     ],
@@ -61,7 +62,7 @@ export async function collectPipeline(scenario: PipelineParts): Promise<Outcome>
     outputs,
     abortedRecords: verification.abortedRecords,
     verdict: (checks) => ({
-      failNote: scenario.timedOut ? ' The time limit was reached before all input was processed.' : '',
+      failNote: played.timedOut ? ' The time limit was reached before all input was processed.' : '',
       // An aimed fault that never hit its point leaves what it tests untested (fault-obligations.ts).
       inconclusive:
         scenario.obligations.inconclusiveMessage() ??

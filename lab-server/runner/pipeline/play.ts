@@ -1,5 +1,5 @@
 /**
- * A pipeline grade's plan played out (PipelineScenario.play): the input split into waves, the
+ * A pipeline grade's plan played out (PipelineScenario.play): the input written in waves, the
  * seeded faults injected one by one and owed again when they miss (fault-obligations.ts), a
  * liveness restart for a program stuck past keeps-up's bound, then settling until the work is
  * accounted for, and the transactions stopped instances left for the coordinator to resolve.
@@ -12,10 +12,9 @@ import type { PlannedFault } from '../fault-plan.ts';
 import type { FaultOutcome } from '../nemesis/context.ts';
 import { injectFault } from '../nemesis/index.ts';
 import { livenessRestart } from '../nemesis/process-faults.ts';
-import { planSeedTransactions, splitIntoWaves } from '../seeder.ts';
 import { awaitAbandonedTransactions } from './abandoned-transactions.ts';
 import { STALL_BOUND_MS } from './liveness.ts';
-import type { PipelineScenario } from './scenario.ts';
+import type { Played, PlannedPipeline } from './state.ts';
 import { measureThroughput } from './throughput.ts';
 
 const QUIET_MS = 6_000;
@@ -23,49 +22,40 @@ const STOP_GRACE_MS = 8_000;
 /** How much longer than its limit a grade may settle while the program keeps up (see overtime). */
 const OVERTIME_SHARE = 0.5;
 
-export async function playPipeline(s: PipelineScenario): Promise<void> {
-  const { attempt } = s;
-  const plan = s.faultPlan!;
+export async function playPipeline(s: PlannedPipeline): Promise<Played> {
+  const { attempt, gradePlan, nemesis: ctx } = s;
+  const plan = gradePlan.faults;
   // Performance labs: time a baseline and the learner's program on bursts of their own topics
   // first, before any fault, so the timing is clean and the lab's topics stay untouched.
-  if (s.lab.throughput) {
-    s.throughput = await measureThroughput({
-      lab: { dir: attempt.lab.dir, definition: s.lab },
-      kafka: attempt.kafka,
-      brokers: s.brokers,
-      namespace: attempt.namespace,
-      learner: attempt.source,
-      env: (namespace) => s.env(1, namespace),
-      workDir: attempt.workDir,
-      system: (line) => s.system(line),
-      output: (instance, stream, line) => attempt.sink.line(instance, stream, line),
-    });
-  }
-  // The input is drawn from the grade's seed too (seeder.ts): it cannot be known in advance.
-  const transactions = planSeedTransactions(s.lab, s.faultPlan?.seed);
-  // One wave per fault, a spare per fault for the "after a send" fallback, one for the zombie's
-  // replacement to chew on, and a last one. A fault must never find the input used up.
-  // Several instances also get a warm-up wave (see below).
+  const throughput = s.lab.throughput
+    ? await measureThroughput({
+        lab: { dir: attempt.lab.dir, definition: s.lab },
+        kafka: attempt.kafka,
+        brokers: ctx.cluster.brokers,
+        namespace: attempt.namespace,
+        learner: attempt.source,
+        env: (namespace) => s.env(1, namespace),
+        workDir: attempt.workDir,
+        system: (line) => ctx.log.system(line),
+        output: (instance, stream, line) => attempt.sink.line(instance, stream, line),
+      })
+    : null;
+  const { waves, expected } = gradePlan;
   const multi = s.lab.instances > 1;
-  // Owed faults (see obligations) are armed again with fresh input: two spare waves per aimed fault.
-  const aimed = plan.faults.filter((f) => f.points?.length).length;
-  const waves = splitIntoWaves(transactions, 2 * plan.faults.length + 1 + plan.faults.filter((f) => f.kind === 'zombie').length + (multi ? 1 : 0) + 2 * aimed);
-  s.takeWave = () => waves.shift() ?? [];
-  s.expected = transactions.filter((t) => t.commit).reduce((n, t) => n + t.records.length, 0);
-  s.system(
-    `Grading ${attempt.lab.id} (${attempt.options.mode === 'quick' ? 'quick' : 'full'}), seed ${plan.seed}: ${plan.faults.length} faults, ${s.expected} committed input records in ${waves.length} waves, limit ${Math.round(attempt.limitMs / 1000)} s.`,
+  ctx.log.system(
+    `Grading ${attempt.lab.id} (${attempt.options.mode === 'quick' ? 'quick' : 'full'}), seed ${plan.seed}: ${plan.faults.length} faults, ${expected} committed input records in ${waves.length} waves, limit ${Math.round(attempt.limitMs / 1000)} s.`,
   );
-  for (let i = 1; i <= s.lab.instances; i++) s.startSlot(i);
+  for (let i = 1; i <= s.lab.instances; i++) ctx.program.startSlot(i);
   attempt.phase = 'running';
-  attempt.downtimeAtStart = s.maintenance.downtimeMs;
+  attempt.downtimeAtStart = ctx.cluster.maintenance.downtimeMs;
 
   if (multi) {
     // Several instances join one by one (each join is a rebalance), and a program's first batch
     // of a partition may do extra work (a producer per partition, fencing). Let the group form
     // and process a first wave, so the first fault's crash point is reached as quickly as later ones.
     await waitForStableGroup(s, Math.min(12_000, attempt.deadline - Date.now()));
-    await s.writeWave(s.nextWave());
-    await s.progressTracker.waitFor(s.committedWritten, Math.min(15_000, attempt.deadline - Date.now()));
+    await ctx.input.writeWave(ctx.input.nextWave());
+    await s.progressTracker.waitFor(ctx.input.committedWritten, Math.min(15_000, attempt.deadline - Date.now()));
   }
   const queue: PlannedFault[] = plan.faults.map((f) => ({ ...f, attempt: 1 }));
   while (queue.length) {
@@ -81,10 +71,10 @@ export async function playPipeline(s: PipelineScenario): Promise<void> {
     const armedAt = Date.now();
     let outcome: FaultOutcome | void;
     try {
-      outcome = await injectFault(s, fault, s.nextWave());
+      outcome = await injectFault(ctx, fault, ctx.input.nextWave());
     } catch (err) {
       if (!(err instanceof FaultPastTimeLimit)) throw err;
-      s.system(`${err.message} (a fault after the limit would only disturb what is about to be judged).`);
+      ctx.log.system(`${err.message} (a fault after the limit would only disturb what is about to be judged).`);
       s.obligations.outOfTime(fault, queue);
       break;
     }
@@ -92,17 +82,17 @@ export async function playPipeline(s: PipelineScenario): Promise<void> {
     if (fault.attempt === 1 && !fault.disturbed) s.faultsDone++;
     const records = attempt.history.faults.slice(recordedBefore);
     s.obligations.settle(fault, records, queue, waves.length > 0, lostItsChance(s, fault, armedAt, records), outcome?.withoutEffect);
-    await s.progressTracker.waitFor(s.committedWritten, Math.min(15_000, attempt.deadline - Date.now()), () => s.liveness.stuckAgain());
+    await s.progressTracker.waitFor(ctx.input.committedWritten, Math.min(15_000, attempt.deadline - Date.now()), () => s.liveness.stuckAgain());
     await s.liveness.letStallShow();
     // keeps-up has its evidence; a program still stuck would only let the next faults fall back.
     if (queue.length) await restartStuck(s);
   }
-  for (const wave of waves) await s.writeWave(wave);
+  while (waves.length) await ctx.input.writeWave(waves.shift()!);
 
   attempt.phase = 'settling';
-  s.timedOut = !(await settle(s));
-  if (s.timedOut) s.system(`Time limit of ${Math.round(attempt.limitMs / 1000)} s reached with ${s.processed}/${s.expected} inputs processed: verifying what is there.`);
-  s.heldAtEnd = await s.liveness.transactionsHeldAtEnd();
+  const timedOut = !(await settle(s));
+  if (timedOut) ctx.log.system(`Time limit of ${Math.round(attempt.limitMs / 1000)} s reached with ${s.progressTracker.processed}/${expected} inputs processed: verifying what is there.`);
+  const heldAtEnd = await s.liveness.transactionsHeldAtEnd();
   attempt.stopping = true;
   // A generous grace: a program finishing its last transaction on a busy machine must not be
   // SIGKILLed mid-transaction by us, or the hanging transaction would be blamed on it.
@@ -110,15 +100,16 @@ export async function playPipeline(s: PipelineScenario): Promise<void> {
   attempt.emitState();
   // Transactions of instances that are gone end when the coordinator aborts them: wait for that
   // (bounded) before anything is judged, and measure how long the output was held back.
-  s.abandoned = await s.maintenance.withShared(() =>
+  const abandoned = await ctx.cluster.maintenance.withShared(() =>
     awaitAbandonedTransactions({
       probe: s.progressTracker.probe,
-      brokers: s.brokers,
+      brokers: ctx.cluster.brokers,
       namespace: attempt.namespace,
-      topics: s.lab.topics.filter((t) => t.role !== 'input').map((t) => s.realTopic(t.name)),
-      system: (line) => s.system(line),
+      topics: s.lab.topics.filter((t) => t.role !== 'input').map((t) => ctx.cluster.realTopic(t.name)),
+      system: (line) => ctx.log.system(line),
     }),
   );
+  return { throughput, timedOut, heldAtEnd, abandoned };
 }
 
 /**
@@ -126,13 +117,13 @@ export async function playPipeline(s: PipelineScenario): Promise<void> {
  * exited on its own (the arm died with that incarnation), or the broker was down (the fault's own
  * downtime aside). Such a fallback is not counted as a try (fault-obligations.ts).
  */
-function lostItsChance(s: PipelineScenario, fault: PlannedFault, armedAt: number, records: readonly FaultRecord[]): boolean {
+function lostItsChance(s: PlannedPipeline, fault: PlannedFault, armedAt: number, records: readonly FaultRecord[]): boolean {
   const fired = records.find((r) => r.aimedAt);
   if (!fault.points?.length || !fired) return false;
   const firedAt = Date.now() - s.attempt.elapsed() + fired.atMs;
   const exited = s.supervisor.lastSelfExitAt >= armedAt && s.supervisor.lastSelfExitAt <= firedAt;
   const brokerFault = fault.kind === 'broker-restart' || fault.kind === 'coordinator-kill';
-  const m = s.maintenance;
+  const m = s.nemesis.cluster.maintenance;
   const down = !brokerFault && m.lastDowntimeBeganAt <= firedAt && (m.isDown || m.lastDowntimeEndedAt >= armedAt);
   return exited || down;
 }
@@ -145,29 +136,30 @@ function lostItsChance(s: PipelineScenario, fault: PlannedFault, armedAt: number
  * after it fell back and the one that exposes the program's other bug could run out of time.)
  * Only after a stall: a program that keeps up is never restarted by it.
  */
-async function restartStuck(s: PipelineScenario): Promise<void> {
+async function restartStuck(s: PlannedPipeline): Promise<void> {
   if (!s.liveness.stuckNow()) return;
-  const live = [...s.slots].filter((s) => s.current.alive);
+  const live = [...s.nemesis.program.slots].filter((slot) => slot.current.alive);
   // Our wrapper says which instance holds the open transaction; otherwise every live one.
-  const holding = live.filter((s) => s.txnOpen);
+  const holding = live.filter((slot) => slot.txnOpen);
   const why = "stuck past keeps-up's bound with input waiting";
   for (const slot of holding.length ? holding : live) {
     s.attempt.history.mark('exit', slot.current.id, `liveness restart by the grader: ${why}`);
-    await livenessRestart(s, slot, why);
+    await livenessRestart(s.nemesis, slot, why);
   }
 }
 
 /** Multi-instance labs: waits until the group is Stable with one member per running slot. */
-async function waitForStableGroup(s: PipelineScenario, timeoutMs: number): Promise<void> {
-  const wanted = () => [...s.slots].filter((s) => s.current.alive).length;
+async function waitForStableGroup(s: PlannedPipeline, timeoutMs: number): Promise<void> {
+  const wanted = () => [...s.nemesis.program.slots].filter((slot) => slot.current.alive).length;
   const stable = await waitForGroup(s.attempt.kafka, s.attempt.groupId, wanted, timeoutMs);
   // null: the broker may be restarting; inject the fault anyway.
-  if (stable === false) s.system(`the consumer group did not settle within ${(timeoutMs / 1000).toFixed(0)} s: injecting the next fault anyway`);
+  if (stable === false) s.nemesis.log.system(`the consumer group did not settle within ${(timeoutMs / 1000).toFixed(0)} s: injecting the next fault anyway`);
 }
 
 /** Waits until every committed input is accounted for, or nothing moved for a while. True if all done. */
-async function settle(s: PipelineScenario): Promise<boolean> {
-  const { attempt, progressTracker: progress } = s;
+async function settle(s: PlannedPipeline): Promise<boolean> {
+  const { attempt, progressTracker: progress, nemesis: ctx } = s;
+  const { expected } = s.gradePlan;
   // A seeding transaction held open (a lab's holdOpen) blocks read_committed readers until it
   // ends: nothing can be judged complete, or quiet, before then.
   await s.writer.settled();
@@ -177,27 +169,27 @@ async function settle(s: PipelineScenario): Promise<boolean> {
   while (Date.now() < attempt.deadline || overtime(s)) {
     if (!overtimeSaid && Date.now() >= attempt.deadline) {
       overtimeSaid = true;
-      s.system(
-        `Time limit of ${Math.round(attempt.limitMs / 1000)} s reached with ${progress.processed}/${s.expected} inputs processed, but the program is still keeping up (no stall): ` +
+      ctx.log.system(
+        `Time limit of ${Math.round(attempt.limitMs / 1000)} s reached with ${progress.processed}/${expected} inputs processed, but the program is still keeping up (no stall): ` +
           `letting it finish, for up to ${Math.round((OVERTIME_SHARE * attempt.limitMs) / 1000)} s more.`,
       );
     }
-    if (progress.processed >= s.expected && s.supervisor.zombies.size === 0 && progress.settled()) return true;
-    const laterStagesBehind = progress.staged && progress.processed >= s.expected && !progress.stagesCaughtUp;
-    let quietMs = s.driver.quietMs(QUIET_MS, laterStagesBehind);
+    if (progress.processed >= expected && s.supervisor.zombies.size === 0 && progress.settled()) return true;
+    const laterStagesBehind = progress.staged && progress.processed >= expected && !progress.stagesCaughtUp;
+    let quietMs = ctx.program.driver.quietMs(QUIET_MS, laterStagesBehind);
     // Input waiting and a live instance sitting on an open transaction: a wedge, not the end of
     // the work. Wait long enough for keeps-up to see it as the stall it is.
     // (Once a stall is on record, keeps-up has its evidence: no need to wait for another.)
-    if (s.committedWritten > progress.processed && s.liveness.liveTransactionOpen() && !s.liveness.stallFound) quietMs = Math.max(quietMs, STALL_BOUND_MS + 1_500);
+    if (ctx.input.committedWritten > progress.processed && s.liveness.liveTransactionOpen() && !s.liveness.stallFound) quietMs = Math.max(quietMs, STALL_BOUND_MS + 1_500);
     // A broker restart (this grade's or a parallel one's) is nobody's lack of progress, nor is
     // any other hold keeps-up allows: a restart or rebalance still within the group's timeouts (a
     // JVM restarted under load takes a while), a paused instance, a stopped instance's open
     // transaction the coordinator has yet to abort. Quiet counts from the end of the hold.
     if (s.liveness.holdReason()) lastHeldAt = Date.now();
-    const quietSince = Math.max(progress.lastActivityAt, s.maintenance.lastDowntimeEndedAt, lastHeldAt);
+    const quietSince = Math.max(progress.lastActivityAt, ctx.cluster.maintenance.lastDowntimeEndedAt, lastHeldAt);
     // Quiet after some work: its output counts too (offsets to the wrong place never show progress).
-    if (!s.maintenance.isDown && Date.now() - quietSince > quietMs && progress.outputSeen) {
-      s.system(`No progress for ${quietMs / 1000} s with ${progress.processed}/${s.expected} inputs processed: verifying now.`);
+    if (!ctx.cluster.maintenance.isDown && Date.now() - quietSince > quietMs && progress.outputSeen) {
+      ctx.log.system(`No progress for ${quietMs / 1000} s with ${progress.processed}/${expected} inputs processed: verifying now.`);
       return true;
     }
     await sleep(200);
@@ -212,7 +204,7 @@ async function settle(s: PipelineScenario): Promise<boolean> {
  * end a stuck program, not to cut off a working one. Keeping up means what keeps-up means: no
  * stall on record, and the current stretch without progress (holds aside) within the bound.
  */
-function overtime(s: PipelineScenario): boolean {
+function overtime(s: PlannedPipeline): boolean {
   const { attempt } = s;
   if (Date.now() >= attempt.deadline + OVERTIME_SHARE * attempt.limitMs || s.liveness.stallFound) return false;
   return (s.stallWatch.developingMs() ?? 0) <= STALL_BOUND_MS;

@@ -2,16 +2,17 @@
  * The pipeline scenario's prepare step (and its supervisor): the lab API namespace and database (if the lab has them), the lab's topics on a whole cluster, the
  * coordinator-log watch of no-transaction-timeouts, and the seeder's producer.
  */
+import { describeError } from '../../../src/shared/errors.ts';
 import { labApi } from '../../api/lab-api.ts';
 import { waitForBrokers } from '../../kafka/group-wait.ts';
 import { createTopics } from '../../kafka/topics.ts';
 import { TransactionTimeoutWatch } from '../checkers/transaction-timeouts.ts';
 import { AttemptDatabase } from '../database-attempt.ts';
 import { Supervisor, supervisorPolicy } from '../program/supervisor.ts';
-import type { PipelineParts } from './parts.ts';
+import type { PipelineState, Prepared } from './state.ts';
 
 /** The supervisor of a pipeline's instances: each start, exit and IPC event goes to the history. */
-export function pipelineSupervisor(scenario: Omit<PipelineParts, 'supervisor'>): Supervisor {
+export function pipelineSupervisor(scenario: Pick<PipelineState, 'attempt' | 'stallWatch' | 'progressTracker' | 'reachedPoints' | 'env'>): Supervisor {
   const { attempt } = scenario;
   const history = attempt.history;
   return new Supervisor(
@@ -47,13 +48,16 @@ export function pipelineSupervisor(scenario: Omit<PipelineParts, 'supervisor'>):
   );
 }
 
-export async function preparePipeline(scenario: PipelineParts): Promise<void> {
+export async function preparePipeline(scenario: Pick<PipelineState, 'attempt' | 'lab' | 'writer'>): Promise<Prepared> {
   const { attempt, lab } = scenario;
-  if (lab.api) scenario.api = (await labApi()).open(attempt.namespace);
+  const system = (line: string) => attempt.sink.system(line);
+  const api = lab.api ? (await labApi()).open(attempt.namespace) : null;
   // The lab's database (if any) is prepared while the topics are created.
   const spec = lab.database;
-  const opening = spec ? AttemptDatabase.open(spec, attempt.namespace, (line) => scenario.system(line), attempt.options.databases) : null;
-  let databaseError: unknown = null;
+  const opening = spec ? AttemptDatabase.open(spec, attempt.namespace, system, attempt.options.databases) : null;
+  let database: AttemptDatabase | null = null;
+  let txnTimeouts: TransactionTimeoutWatch | null = null;
+  let failure: unknown = null;
   try {
     // All of the grader's set-up talks to every node (replication factor 3 needs every one).
     await attempt.maintenance.withSharedWhole(async () => {
@@ -71,16 +75,22 @@ export async function preparePipeline(scenario: PipelineParts): Promise<void> {
         })),
       );
       if (attempt.options.mode !== 'run' && lab.checks.includes('no-transaction-timeouts')) {
-        scenario.txnTimeouts = await TransactionTimeoutWatch.start(attempt.kafka, attempt.namespace);
+        txnTimeouts = await TransactionTimeoutWatch.start(attempt.kafka, attempt.namespace);
       }
       await scenario.writer.connect();
     });
-  } finally {
-    // Always wait for it, so shutdown() gives back a database that arrives after a failure.
-    const waitFrom = Date.now();
-    if (opening) scenario.database = await opening.catch((err) => ((databaseError = err), null));
-    // Starting an embedded database (or waiting for a free one) is not the program's time.
-    attempt.notProgramTimeMs = Date.now() - waitFrom;
+  } catch (err) {
+    failure = err;
   }
-  if (databaseError) throw databaseError;
+  // Always wait for the database, so one that arrives after a failure is given back too.
+  const waitFrom = Date.now();
+  if (opening) database = await opening.catch((err) => ((failure ??= err), null));
+  // Starting an embedded database (or waiting for a free one) is not the program's time.
+  attempt.notProgramTimeMs = Date.now() - waitFrom;
+  if (failure) {
+    api?.close();
+    await database?.release().catch((err) => system(`the attempt's database could not be given back: ${describeError(err)}`));
+    throw failure;
+  }
+  return { api, database, txnTimeouts };
 }

@@ -1,0 +1,180 @@
+/**
+ * The pipeline's NemesisContext: what the fault handlers and the program driver see of a grade,
+ * grouped by role (nemesis/context.ts). Built once per attempt from the scenario's parts; every
+ * member reads the parts live (a getter), so the handlers see the grade as it is now.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { PipelineLab } from '../../../src/shared/lab.ts';
+import type { FaultRecord } from '../../../src/shared/report.ts';
+import { describeError } from '../../../src/shared/errors.ts';
+import { findTransactionCoordinator, waitForFullIsr } from '../../kafka/coordinator.ts';
+import { removeGroupMember } from '../../kafka/group-offsets.ts';
+import { waitForStableGroup } from '../../kafka/group-wait.ts';
+import { brokerSeesOpenTransaction } from '../../kafka/open-transaction.ts';
+import { listTransactions } from '../../kafka/transactions.ts';
+import type { AimedHit, ProgramDriver } from '../driver/contract.ts';
+import { untilDeadline } from '../driver/until-deadline.ts';
+import type { PlannedFault } from '../fault-plan.ts';
+import type { AttemptLifecycle } from '../lifecycle.ts';
+import { insideUnitOfWork } from '../nemesis/api-faults.ts';
+import type { NemesisContext } from '../nemesis/context.ts';
+import type { ProgramProcess } from '../program/program-instance.ts';
+import type { Supervisor } from '../program/supervisor.ts';
+import type { InputWriter, SeedTransaction } from '../seeder.ts';
+import type { PipelineLiveness } from './liveness.ts';
+import type { GradePlan } from './plan.ts';
+import type { PipelineProgress } from './progress.ts';
+import type { Prepared } from './state.ts';
+
+export interface NemesisParts {
+  readonly attempt: AttemptLifecycle;
+  readonly lab: PipelineLab;
+  readonly supervisor: Supervisor;
+  readonly progressTracker: PipelineProgress;
+  readonly writer: InputWriter;
+  readonly liveness: PipelineLiveness;
+  readonly prepared: Prepared;
+  /** null before plan() (a Run has none). */
+  readonly gradePlan: GradePlan | null;
+  env(slot: number): Record<string, string>;
+}
+
+export function pipelineNemesisContext(parts: NemesisParts): NemesisContext {
+  const { attempt, lab, supervisor, progressTracker, writer } = parts;
+  const brokers = attempt.options.brokers;
+  const realTopic = (logical: string) => attempt.realTopic(logical);
+  const system = (line: string) => attempt.sink.system(line);
+  // No fault fires past the time limit (until-deadline.ts).
+  const driver: ProgramDriver = untilDeadline(attempt.driver, () => attempt.deadline);
+  return {
+    lab,
+    get api() {
+      return parts.prepared.api;
+    },
+    program: {
+      driver,
+      get stopping() {
+        return attempt.stopping;
+      },
+      get slots() {
+        return supervisor.slots.values();
+      },
+      slot: (n) => supervisor.slot(n),
+      startSlot: (n) => supervisor.start(n),
+      get nextSlot() {
+        return supervisor.nextSlot;
+      },
+      expectExit: (instance) => supervisor.expectExit(instance),
+      addZombie: (instance) => void supervisor.zombies.add(instance),
+      removeZombie: (instance) => void supervisor.zombies.delete(instance),
+      hasMemberships: (instance) => supervisor.members.has(instance),
+      removeFromGroups: (instance) => removeFromGroups(brokers, supervisor, instance),
+      awaitStableGroup: async (members, timeoutMs) => {
+        // false (not in time) or null (the broker is restarting): the fault goes on regardless.
+        await waitForStableGroup(attempt.kafka, attempt.groupId, () => members, timeoutMs);
+      },
+      env: (slot) => parts.env(slot),
+    },
+    input: {
+      get committedWritten() {
+        return writer.written.filter((r) => r.committed).length;
+      },
+      get processed() {
+        return progressTracker.processed;
+      },
+      freshProcessed: () => progressTracker.fresh(),
+      writeWave: (wave) => writeWave(attempt, writer, wave),
+      nextWave: () => parts.gradePlan?.waves.shift() ?? [],
+    },
+    cluster: {
+      brokers,
+      control: attempt.options.control,
+      maintenance: attempt.maintenance,
+      realTopic,
+      findTransactionCoordinator: (transactionalId) => findTransactionCoordinator(brokers, transactionalId),
+      waitForFullIsr: (timeoutMs) => waitForFullIsr(brokers, timeoutMs),
+      // Was a transaction open? The broker knows (LSO < HWM on a topic the program writes).
+      brokerSaysTransactionOpen: () => brokerSeesOpenTransaction(progressTracker.probe, lab.topics.filter((t) => t.role !== 'input').map((t) => realTopic(t.name))),
+      earliestTransactionExpiry: () => earliestTransactionExpiry(brokers, attempt.namespace, system),
+    },
+    record: { fault: (fault, instance, event, txnOpen, note) => recordFault(parts, fault, instance, event, txnOpen, note) },
+    log: { system, emitState: () => attempt.emitState() },
+  };
+}
+
+async function writeWave(attempt: AttemptLifecycle, writer: InputWriter, wave: SeedTransaction[]): Promise<void> {
+  if (!wave.length) return;
+  await attempt.maintenance.withShared(() => writer.write(wave));
+  attempt.history.mark('wave', 'grader', `${wave.reduce((n, t) => n + t.records.length, 0)} records`);
+}
+
+async function earliestTransactionExpiry(brokers: string[], namespace: string, system: (line: string) => void): Promise<number | null> {
+  try {
+    const open = (await listTransactions(brokers, namespace)).filter((t) => t.state === 'Ongoing' && t.startedAt && t.timeoutMs);
+    return open.length ? Math.min(...open.map((t) => Date.parse(t.startedAt!) + t.timeoutMs!)) : null;
+  } catch (err) {
+    system(`could not ask the broker when the open transactions expire (${describeError(err)})`);
+    return null;
+  }
+}
+
+/**
+ * After a kill fault: takes the dead instance's consumers out of their groups (LeaveGroup on its
+ * behalf). A SIGKILLed consumer sends no LeaveGroup, so its replacement's join would wait for
+ * the dead member's session timeout (3 s per kill) before the group rebalances. What is graded
+ * (fencing, aborted transactions, the replay from committed offsets) is the same either way; the
+ * zombie fault, where the session timeout is the point, never gets this.
+ */
+async function removeFromGroups(brokers: string[], supervisor: Supervisor, instance: ProgramProcess): Promise<void> {
+  const groups = supervisor.members.get(instance);
+  if (!groups) return;
+  // A member the group already dropped is just gone: nothing to report. Not waiting for a slow
+  // answer either: at most 3 s, then the session timeout does it.
+  const leave = Promise.all([...groups].map(([groupId, memberId]) => removeGroupMember(brokers, groupId, memberId).catch(() => undefined)));
+  await Promise.race([leave, sleep(3_000)]);
+}
+
+/** Records a landed fault: the history, the report's fault list, the workbench and the terminal. */
+export function recordFault(
+  parts: Pick<NemesisParts, 'attempt' | 'lab' | 'liveness' | 'gradePlan'>,
+  fault: Pick<PlannedFault, 'kind'> & Partial<Pick<PlannedFault, 'points' | 'attempt'>>,
+  instance: string,
+  event: (Pick<AimedHit, 'point' | 'txnOpen'> & { aimedAt?: string; unconfirmed?: boolean }) | null,
+  txnOpen: boolean | null,
+  note?: string,
+): FaultRecord {
+  const { attempt, lab } = parts;
+  // Only our wrapper can hold a program at a point: an opaque program's faults are not aimed.
+  const aimedAt = attempt.driver.kind === 'instrumented' && fault.points?.length ? [...fault.points] : null;
+  const landed = aimedAt ? (event?.point && aimedAt.includes(event.point) ? 'at-point' : 'fallback') : undefined;
+  // A crash point aimed at one stage: say which, so the learner can place the evidence.
+  const aimed = event?.aimedAt ? `in the transaction writing ${lab.topics.find((t) => t.name === event.aimedAt)?.env ?? event.aimedAt}` : undefined;
+  if (aimed) note = note ? `${aimed}; ${note}` : aimed;
+  parts.liveness.faultEnded(fault.kind);
+  if (event?.unconfirmed) {
+    const unconfirmed = 'the program reported an open transaction, but the broker showed none (LSO = high watermark): not counted as inside one';
+    note = note ? `${note}; ${unconfirmed}` : unconfirmed;
+  }
+  const record: FaultRecord = {
+    atMs: attempt.elapsed(),
+    kind: fault.kind,
+    instance,
+    ...(event?.point ? { crashPoint: event.point } : {}),
+    // A crash point in an HTTP or SQL call lies inside the program's unit of work (nemesis/api-faults.ts).
+    inTransaction: event ? event.txnOpen || insideUnitOfWork(event.point) : txnOpen,
+    ...(aimedAt ? { aimedAt, landed } : {}),
+    ...(fault.attempt && fault.attempt > 1 ? { try: fault.attempt } : {}),
+    ...(note ? { note } : {}),
+  };
+  const n = attempt.history.fault(record);
+  const landing = landed === 'fallback' ? ` (fell back; aimed at ${aimedAt!.join(' or ')})` : landed === 'at-point' ? ' (hit its point)' : '';
+  attempt.history.mark('fault', instance, `${fault.kind}${record.crashPoint ? ` at ${record.crashPoint}` : ''}${landing}${record.try ? `, try ${record.try}` : ''}`);
+  attempt.options.listener.fault(record);
+  attempt.sink.system(
+    `fault ${n}/${parts.gradePlan?.faults.faults.length ?? 0}: ${fault.kind} ${instance}${record.crashPoint ? ` at ${record.crashPoint}` : ''}${record.inTransaction ? ' (inside an open transaction)' : ''}` +
+      (landed === 'fallback' ? ` — fell back: aimed at ${aimedAt!.join(' or ')}, which the program did not reach in time` : '') +
+      (record.try ? ` (try ${record.try})` : '') +
+      `${note ? ` — ${note}` : ''}`,
+  );
+  return record;
+}
