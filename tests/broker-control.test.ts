@@ -11,7 +11,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectCluster, type KafkaCluster } from '../lab-server/broker/cluster.ts';
-import { isKafkaAt } from '../lab-server/broker/broker-process.ts';
+import { isKafkaAt } from '../lab-server/broker/probes.ts';
 import { maintenanceFor } from '../lab-server/broker/maintenance.ts';
 
 const PORT = 9692;

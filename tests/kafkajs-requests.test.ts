@@ -1,8 +1,8 @@
 /**
- * What kafkajs 2.2.4 puts on the wire, for claims the lessons make (10.1.1, 10.1.4, 10.1.6, 10.1.11):
+ * What kafkajs 2.2.4 puts on the wire, for claims the lessons make (10.1.1, 10.1.4, 10.1.5, 10.1.10):
  *
  * (a) On one broker, a transactional send() to several partitions is one Produce request, so the
- *     several-leaders retry problem of a cluster (lesson 10.1.6) cannot occur on the lab broker.
+ *     several-leaders retry problem of a cluster (lesson 10.1.5) cannot occur on the lab broker.
  * (b) connect() of an idempotent producer sends an InitProducerId without the transactional id; it
  *     fences nobody. The transactional InitProducerId, which fences, comes with the first
  *     transaction().

@@ -16,7 +16,7 @@
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { defaultBrokerPort } from '../lab-server/broker/broker-process.ts';
+import { defaultBrokerPort } from '../lab-server/broker/ports.ts';
 import { connectCluster, type KafkaCluster } from '../lab-server/broker/cluster.ts';
 import { ClusterPool, type ClusterSource } from '../lab-server/broker/cluster-pool.ts';
 import { DatabasePool } from '../lab-server/db/pool.ts';

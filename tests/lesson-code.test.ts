@@ -24,7 +24,7 @@ const full = process.env.KAFKAIQ_LESSON_FULL === '1';
 
 describe('lesson programs', () => {
   it('finds the marked programs, and every lab they name exists', () => {
-    // The course marks at least the lab answers of lessons 10.1.4, 10.1.4.2 and 10.1.9.3.
+    // The course marks at least the lab answers of lessons 10.1.4, 10.1.6.1 and 10.1.9.3.
     expect(programs.length).toBeGreaterThanOrEqual(15);
     expect(graded.map((p) => p.lab)).toEqual(expect.arrayContaining(['single-stage', 'fan-out', 'http-idempotency']));
     const labs = listLabIds();
@@ -42,7 +42,7 @@ describe('lesson programs', () => {
 
   it('shows the partition-slot helper once (10.1.4) and appends it to every program that uses it', () => {
     const users = programs.filter((p) => p.helper?.name === 'partition-slots');
-    // Lessons 10.1.4, 10.1.4.1, 10.1.4.2 and 10.1.4.3 share it instead of repeating it.
+    // Lessons 10.1.4, 10.1.6, 10.1.6.1 and 10.1.7 share it instead of repeating it.
     expect(users.map((p) => path.basename(p.file)).sort()).toEqual(['04-single-stage.mdx', '05-multi-stage.mdx', '06-fan-out.mdx', '08-stateful-stages.mdx']);
     for (const program of users) {
       expect(program.helper!.file).toBe('src/content/docs/10-1/04-single-stage.mdx');

@@ -23,7 +23,7 @@ describe('a program stuck after a failed send', () => {
     const failed = report.checks.filter((c) => !c.passed).map((c) => c.name);
     const why = `${report.message}\n${JSON.stringify(report.faults)}`;
     expect(report.verdict, why).toBe('fail');
-    // The wedge is a finding, and so are the duplicates it used to hide.
+    // The wedge is a finding, and so are the duplicates it would hide without the liveness restart.
     expect(failed, why).toEqual(expect.arrayContaining(['keeps-up', 'no-duplicates']));
     expect(report.faults[0], why).toMatchObject({ kind: 'send-error' });
     const restart = report.timeline.find((e) => e.kind === 'exit' && e.detail?.includes('liveness restart'));

@@ -12,7 +12,8 @@ import { pipelineLabSchema, type SeedRecord } from '../src/shared/lab.ts';
 import { compileProgram } from '../lab-server/runner/program/compile.ts';
 import { ProgramInstance } from '../lab-server/runner/program/program-instance.ts';
 import type { ChildEvent } from '../lab-server/runner/program/child/protocol.ts';
-import { checkPipelineOutput, readPipelineOutput } from '../lab-server/runner/checkers/pipeline-output.ts';
+import { runCheckers } from '../lab-server/runner/checkers/index.ts';
+import { readLogStarts, readPipelineOutput } from '../lab-server/runner/collect/pipeline-output.ts';
 import type { SeededRecord } from '../lab-server/runner/seeder.ts';
 import { testKafka, testProgramSaslEnv, uniqueName } from './support/kafka.ts';
 
@@ -147,7 +148,12 @@ describe('outputs matched by origin', () => {
 
     const realTopic = (t: string) => (t === 'in' ? input : output);
     const read = await readPipelineOutput({ kafka, brokers, lab, groupId: uniqueName('no-group'), realTopic });
-    const { checks } = checkPipelineOutput(read, { lab, realTopic, inputs, faults: [], startedAt: Date.now() });
+    const collected = {
+      pipeline: { lab, realTopic, inputs, output: read, logStarts: await readLogStarts(brokers, lab, realTopic), database: null, api: null, transactionLog: null, throughput: null },
+      monitor: null,
+    };
+    const history = { namespace: 'ns', startedAt: Date.now(), faults: [], stalls: { stalls: [], boundMs: 12_000, longestMs: 0 }, transactions: null };
+    const checks = runCheckers(['no-duplicates', 'transform-correct', 'no-aborted-reads', 'no-loss'], collected, history);
     const check = (name: string) => checks.find((c) => c.name === name)!;
     expect(check('no-duplicates')).toMatchObject({ passed: false, summary: expect.stringMatching(/^1 duplicate output records \(1 inputs/) });
     expect(check('no-duplicates').evidence[0]).toContain('o2');

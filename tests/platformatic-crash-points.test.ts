@@ -1,5 +1,5 @@
 /**
- * The grader's wrapper for @platformatic/kafka (runner/child/platformatic-shim.ts), on the real
+ * The grader's wrapper for @platformatic/kafka (runner/program/child/platformatic-shim.ts), on the real
  * broker: a program compiled as the lab server compiles it (compile.ts maps the import to the
  * wrapper) reports every send, offset commit inside the transaction (addOffset), commit and abort,
  * before and after, with whether a transaction is open; an armed crash point holds the program

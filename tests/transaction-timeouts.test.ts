@@ -1,5 +1,5 @@
 /**
- * The check no-transaction-timeouts (lab-server/runner/checkers/transaction-timeouts.ts) against the real
+ * The check no-transaction-timeouts (lab-server/runner/checkers/no-transaction-timeouts.ts, read by lab-server/runner/collect/transaction-log-watch.ts) against the real
  * broker: a transaction held open past its transactionTimeout is found in __transaction_state;
  * the program's own abort, a commit, and a fence by a new producer (a restart) are not; a timeout
  * while a grader fault held the program is excused.
@@ -7,7 +7,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import type { FaultRecord } from '../src/shared/report.ts';
-import { TransactionTimeoutWatch } from '../lab-server/runner/checkers/transaction-timeouts.ts';
+import { TransactionTimeoutWatch } from '../lab-server/runner/collect/transaction-log-watch.ts';
+import { checkTransactionTimeouts } from '../lab-server/runner/checkers/no-transaction-timeouts.ts';
 import { testKafka, uniqueName } from './support/kafka.ts';
 
 describe('no-transaction-timeouts on the real broker', () => {
@@ -57,14 +58,14 @@ describe('no-transaction-timeouts on the real broker', () => {
 
     const byId = await watch.read();
     expect([...byId.keys()].sort()).toEqual([`${namespace}-fenced`, `${namespace}-good`, `${namespace}-slow`]);
-    const result = await watch.check([], startedAt);
+    const result = checkTransactionTimeouts(await watch.readLog(), namespace, [], startedAt);
     expect(result.passed).toBe(false);
     expect(result.evidence).toHaveLength(1);
     expect(result.evidence[0]).toMatch(/^transaction of slow \(epoch \d+\) on out-\[0\]: open from .* rolled back by the coordinator .* its transactionTimeout being 2\.0 s$/);
 
     // The same timeout while the grader had killed the program: excused.
     const kill: FaultRecord = { atMs: slowOpenAt + 500, kind: 'kill', instance: 'i1', inTransaction: true };
-    const excused = await watch.check([kill], startedAt);
+    const excused = checkTransactionTimeouts(await watch.readLog(), namespace, [kill], startedAt);
     expect(excused.passed).toBe(true);
     expect(excused.summary).toMatch(/1 left open by a fault/);
   }, 60_000);

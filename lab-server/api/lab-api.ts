@@ -21,6 +21,7 @@
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { KafkaIqError } from '../../src/shared/errors.ts';
 import { send } from './http.ts';
 import { ApiNamespace } from './namespace.ts';
 
@@ -62,8 +63,8 @@ export class LabApiServer {
 
   /** Opens an attempt's namespace; its base URL is `<origin>/a/<name>`. */
   open(name: string): ApiNamespace {
-    if (!NAMESPACE_PATTERN.test(name)) throw new Error(`Invalid lab API namespace "${name}"`);
-    if ([...this.namespaces.values()].some((ns) => ns.name === name)) throw new Error(`Lab API namespace "${name}" is already open`);
+    if (!NAMESPACE_PATTERN.test(name)) throw new KafkaIqError('INTERNAL', `Invalid lab API namespace "${name}".`);
+    if ([...this.namespaces.values()].some((ns) => ns.name === name)) throw new KafkaIqError('INTERNAL', `Lab API namespace "${name}" is already open.`);
     // The path segment is the namespace plus a secret of its own: namespaces follow a pattern
     // another attempt could guess, 128 random bits it cannot. The URL is the attempt's credential.
     const key = `${name}.${randomBytes(16).toString('base64url')}`;

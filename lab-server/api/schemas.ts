@@ -18,7 +18,6 @@ export const paymentRequestSchema = z
       .describe('ISO 4217 currency code'),
   })
   .strict();
-export type PaymentRequest = z.infer<typeof paymentRequestSchema>;
 
 /** Window bounds: epoch milliseconds or any string (an ISO time, say); compared as strings. */
 const windowBound = z.union([z.number().int().min(0), z.string().min(1).max(64)]);
@@ -31,7 +30,6 @@ export const rankingRequestSchema = z
     count: z.number().int().min(0).max(1_000_000_000),
   })
   .strict();
-export type RankingRequest = z.infer<typeof rankingRequestSchema>;
 
 /** PUT /rankings/:campaignId/:windowStart/:windowEnd: the path names the ranking, the body its value. */
 export const rankingPutSchema = z.object({ count: z.number().int().min(0).max(1_000_000_000) }).strict();

@@ -1,19 +1,19 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KafkaIqError } from '../../src/shared/errors.ts';
-import { BROKER_DIR, BROKER_LIB_DIR, STATE_DIR, displayPath } from '../core/paths.ts';
+import { STATE_DIR, displayPath } from '../core/paths.ts';
 import { retry } from '../core/retry.ts';
 import { createKafka } from '../kafka/client.ts';
 import { ensureBrokerJars } from './jars.ts';
 import { findJava } from './java.ts';
+import { brokerJvmArgs, classpath } from './jvm-flags.ts';
+import { CONTROLLER_PORT_OFFSET, defaultBrokerPort } from './ports.ts';
+import { isKafkaAt, portAnswers } from './probes.ts';
 import { BROKER_USER, GRADER_USER, kafkaSecret, passwordFor, secretFile } from '../kafka/credentials.ts';
 import { serverProperties, type BrokerNode, type BrokerSecurity } from './server-properties.ts';
-
-export type { BrokerNode } from './server-properties.ts';
 
 export interface BrokerOptions {
   /** 1 for the teaching broker, 3 for the failover labs. */
@@ -28,16 +28,14 @@ export interface BrokerOptions {
   readyTimeoutMs?: number;
 }
 
-const CONTROLLER_OFFSET = 10_000;
+/** up: serving; restarting: a node died and is being started again; down: it could not be. */
+export type BrokerHealthState = 'up' | 'restarting' | 'down';
 
 /**
  * A real Apache Kafka (KRaft, broker+controller per node) run from the jars in broker/lib.
  * Every JVM is started through ParentWatchLauncher with a pipe on stdin, so it shuts down when
  * this process dies, however it dies.
  */
-/** up: serving; restarting: a node died and is being started again; down: it could not be. */
-export type BrokerHealthState = 'up' | 'restarting' | 'down';
-
 export class BrokerProcess {
   readonly nodes: BrokerNode[];
   readonly dataDir: string;
@@ -52,7 +50,7 @@ export class BrokerProcess {
     this.nodes = Array.from({ length: count }, (_, i) => ({
       nodeId: i + 1,
       port: basePort + i,
-      controllerPort: basePort + i + CONTROLLER_OFFSET,
+      controllerPort: basePort + i + CONTROLLER_PORT_OFFSET,
     }));
     this.dataDir = options.dataDir ?? path.join(STATE_DIR, `broker-${count}n-${basePort}`);
     this.heapMb = options.heapMb ?? (count === 1 ? 512 : 384);
@@ -275,22 +273,7 @@ export class BrokerProcess {
     fs.writeSync(out, `\n===== ${new Date().toISOString()} starting node ${node.nodeId} =====\n`);
     const child = spawn(
       javaCommand,
-      [
-        `-Xms${Math.min(256, this.heapMb)}m`,
-        `-Xmx${this.heapMb}m`,
-        '-XX:+UseSerialGC',
-        '-XX:TieredStopAtLevel=1',
-        '-Djava.awt.headless=true',
-        ...classDataSharingFlags(node.nodeId),
-        `-Dlog4j2.configurationFile=${path.join(BROKER_DIR, 'log4j2.xml')}`,
-        // Kafka 4.4.0's transaction-marker bug (KAFKA-20734), patched as the class loads: BrokerPatches.java.
-        `-javaagent:${path.join(BROKER_LIB_DIR, 'kafkaiq-launcher.jar')}=broker`,
-        '-cp',
-        classpath(),
-        'dev.kafkaiq.broker.ParentWatchLauncher',
-        'kafka.Kafka',
-        this.configPath(node.nodeId),
-      ],
+      brokerJvmArgs({ nodeId: node.nodeId, heapMb: this.heapMb, configPath: this.configPath(node.nodeId) }),
       // stdin stays an open pipe that we never write: its EOF is the JVM's signal that we died.
       { stdio: ['pipe', out, out] },
     );
@@ -371,46 +354,6 @@ export class BrokerProcess {
   }
 }
 
-/**
- * Application class-data sharing: the first clean shutdown writes an archive of the ~5,000
- * classes Kafka loads, and later starts map it instead of parsing jars again (seconds saved on
- * every start, and the grader's broker restarts are on the clock).
- */
-function classDataSharingFlags(nodeId: number): string[] {
-  if (process.env.KAFKAIQ_NO_CDS) return [];
-  const archive = path.join(BROKER_LIB_DIR, 'kafka-classes.jsa');
-  // The broker runs with BrokerPatches' agent: a dump refuses an agent unless allowed, and an
-  // archive dumped so is used only with the same setting (else silently not at all, and a start
-  // takes twice as long). The class the agent edits stays out of the archive, edited at each start.
-  const withAgent = ['-XX:+UnlockDiagnosticVMOptions', '-XX:+AllowArchivingWithJavaAgent'];
-  if (fs.existsSync(archive)) return [...withAgent, `-XX:SharedArchiveFile=${archive}`, '-Xshare:auto'];
-  // One writer only: the nodes of a cluster would race on the same file.
-  return nodeId === 1 ? [...withAgent, `-XX:ArchiveClassesAtExit=${archive}`] : [];
-}
-
-/**
- * First port of KafkaIQ's 3-node cluster (the failover labs): right above the single broker's,
- * 9095-9097 by default, so both can run side by side.
- */
-export function defaultClusterBasePort(): number {
-  return defaultBrokerPort() + 3;
-}
-
-/** 9092 unless KAFKAIQ_BROKER_PORT moves KafkaIQ's own broker (e.g. when 9092 is taken). */
-export function defaultBrokerPort(): number {
-  const raw = process.env.KAFKAIQ_BROKER_PORT;
-  if (!raw) return 9092;
-  const port = Number(raw);
-  if (!Number.isInteger(port) || port < 1024 || port > 55_000) {
-    throw new KafkaIqError('INVALID_INPUT', `KAFKAIQ_BROKER_PORT must be a port between 1024 and 55000, got "${raw}".`);
-  }
-  return port;
-}
-
-function classpath(): string {
-  return path.join(BROKER_LIB_DIR, '*');
-}
-
 function readTail(file: string, bytes = 8_192): string {
   try {
     const fd = fs.openSync(file, 'r');
@@ -427,38 +370,4 @@ function readTail(file: string, bytes = 8_192): string {
 function lastErrorLine(text: string): string {
   const line = text.split('\n').reverse().find((l) => /ERROR|Exception/.test(l));
   return line ? ` (${line.trim().slice(0, 200)})` : '';
-}
-
-/** True when something accepts TCP connections on 127.0.0.1:port. */
-export function portAnswers(port: number, host = '127.0.0.1'): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ port, host });
-    const done = (answer: boolean) => {
-      socket.destroy();
-      resolve(answer);
-    };
-    socket.setTimeout(1_000, () => done(false));
-    socket.once('connect', () => done(true));
-    socket.once('error', () => done(false));
-  });
-}
-
-/** True when a Kafka broker answers metadata at the address (with the grader's SASL login, unless plaintext). */
-export async function isKafkaAt(address: string, timeoutMs = 3_000, options: { plaintext?: boolean } = {}): Promise<boolean> {
-  const admin = createKafka([address], 'kafkaiq-probe', {
-    connectionTimeout: timeoutMs,
-    requestTimeout: timeoutMs,
-    retry: { retries: 0 },
-    // Only to tell "a plaintext Kafka" from "no Kafka" in an error message.
-    ...(options.plaintext ? { sasl: undefined } : {}),
-  }).admin();
-  try {
-    await admin.connect();
-    await admin.describeCluster();
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await admin.disconnect().catch(() => {});
-  }
 }

@@ -13,8 +13,10 @@
  */
 import http from 'node:http';
 import { KafkaIqError, describeError } from '../../src/shared/errors.ts';
-import { createKafka } from '../kafka/client.ts';
-import { defaultClusterBasePort, type BrokerOptions } from './broker-process.ts';
+import { bestEffort } from '../core/best-effort.ts';
+import { createKafka, withAdmin } from '../kafka/client.ts';
+import type { BrokerOptions } from './broker-process.ts';
+import { defaultClusterBasePort } from './ports.ts';
 import { connectCluster, type KafkaCluster } from './cluster.ts';
 
 export type ClusterKind = 'single' | 'three-nodes';
@@ -81,7 +83,7 @@ export class ClusterPool implements ClusterSource {
     const clusters = await Promise.allSettled(this.clusters.values());
     this.clusters.clear();
     this.ready.clear();
-    await Promise.all(clusters.map((c) => (c.status === 'fulfilled' ? c.value.close().catch(() => {}) : undefined)));
+    await Promise.all(clusters.map((c) => (c.status === 'fulfilled' ? bestEffort(`stop the cluster at ${c.value.brokers.join(',')}`, () => c.value.close(), this.log) : undefined)));
   }
 
   private options(kind: ClusterKind): BrokerOptions {
@@ -128,14 +130,11 @@ export function asClusterSource(clusters: ClusterSource | ClusterHandle): Cluste
 }
 
 async function brokerCount(bootstrap: string): Promise<number | null> {
-  const admin = createKafka(bootstrap.split(',').map((b) => b.trim()).filter(Boolean), 'kafkaiq-probe', { retry: { retries: 1 } }).admin();
+  const kafka = createKafka(bootstrap.split(',').map((b) => b.trim()).filter(Boolean), 'kafkaiq-probe', { retry: { retries: 1 } });
   try {
-    await admin.connect();
-    return (await admin.describeCluster()).brokers.length;
+    return await withAdmin(kafka, async (admin) => (await admin.describeCluster()).brokers.length);
   } catch {
     return null; // connectCluster says clearly that nothing answers
-  } finally {
-    await admin.disconnect().catch(() => {});
   }
 }
 

@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { KafkaIqError } from '../../src/shared/errors.ts';
-import { BrokerProcess, type BrokerOptions, isKafkaAt } from './broker-process.ts';
+import { BrokerProcess, type BrokerOptions } from './broker-process.ts';
+import { isKafkaAt } from './probes.ts';
 import type { BrokerHealth } from './health.ts';
 import { maintenanceFor } from './maintenance.ts';
 

@@ -3,7 +3,8 @@
  * reports its own (BrokerProcess supervises it: a node that dies is restarted with backoff); for a
  * broker another process owns, or an external cluster, the lab server asks it every few seconds.
  */
-import { isKafkaAt, type BrokerHealthState } from './broker-process.ts';
+import type { BrokerHealthState } from './broker-process.ts';
+import { isKafkaAt } from './probes.ts';
 
 export type { BrokerHealthState } from './broker-process.ts';
 

@@ -4,7 +4,8 @@
  * (127.0.0.1:9095-9097 by default: KAFKAIQ_BROKER_PORT + 3).
  */
 import { parseArgs } from 'node:util';
-import { BrokerProcess, defaultClusterBasePort } from '../broker/broker-process.ts';
+import { BrokerProcess } from '../broker/broker-process.ts';
+import { defaultClusterBasePort } from '../broker/ports.ts';
 import { serveControl } from '../broker/cluster.ts';
 import { describeError, KafkaIqError } from '../../src/shared/errors.ts';
 import { displayPath } from '../core/paths.ts';

@@ -122,7 +122,9 @@ async function main(argv: string[]): Promise<number> {
     if (seed !== undefined && !Number.isInteger(seed)) throw new KafkaIqError('INVALID_INPUT', `--seed must be an integer, got "${values.seed}"`);
     if (lab.definition.cluster === 'three-nodes' && !clusters.isReady('three-nodes')) console.error(`${labId} runs on a 3-broker cluster: connecting to it (or starting it, about 20 s)...`);
     const report = await gradeProgram(clusters, labId, program, { quick: values.quick, seed, listener: consoleListener(values.verbose, values.json), namespacePrefix: 'kiq-cli' });
-    console.log(values.json ? JSON.stringify(report, null, 2) : formatReport(report));
+    // Colours and wrapping only on a terminal (NO_COLOR turns colours off): piped text stays plain.
+    const tty = process.stdout.isTTY;
+    console.log(values.json ? JSON.stringify(report, null, 2) : formatReport(report, { color: tty && !process.env.NO_COLOR, width: tty ? process.stdout.columns : undefined }));
     return report.verdict === 'pass' ? 0 : report.verdict === 'error' ? 2 : 1;
   } finally {
     await clusters.close();

@@ -68,7 +68,7 @@ async function main(): Promise<void> {
           send({ t: 'done', id: command.id, ok: true, rssMb: Math.round(process.memoryUsage().rss / 1e6) });
         } else if (command.t === 'stop') {
           server.close();
-          await db.close().catch(() => {});
+          await db.close().catch(() => {}); // exiting anyway: the process's end frees what close would
           process.exit(0);
         }
       } catch (err) {

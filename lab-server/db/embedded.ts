@@ -65,6 +65,7 @@ export class EmbeddedDatabase {
     child.stderr!.on('data', (chunk: Buffer) => {
       stderr = (stderr + chunk.toString()).slice(-4_000);
     });
+    // A child that fails to start also never sends 'ready': the wait below reports it with its stderr.
     child.on('error', () => {});
     const fail = (why: string) =>
       new KafkaIqError(

@@ -14,6 +14,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { KafkaIqError, describeError } from '../../src/shared/errors.ts';
+import { bestEffort } from '../core/best-effort.ts';
 import { EmbeddedDatabase } from './embedded.ts';
 
 export interface DatabaseLease {
@@ -96,9 +97,7 @@ export class DatabasePool {
 
   /** Fails with a one-line error naming the fix when the database cannot be used (before a check run). */
   async verify(): Promise<void> {
-    if (!this.serverUrl) return;
-    const client = await this.adminClient();
-    await client.end().catch(() => {});
+    if (this.serverUrl) await this.withServer(async () => {});
   }
 
   async close(): Promise<void> {
@@ -112,19 +111,24 @@ export class DatabasePool {
 
   // ---- a real PostgreSQL server ---------------------------------------------------------------
 
-  private async adminClient(): Promise<pg.Client> {
+  /** Runs `task` on a connection of DATABASE_URL's user, always ended after; a server that does not answer is a DATABASE_UNAVAILABLE. */
+  private async withServer<T>(task: (admin: pg.Client) => Promise<T>): Promise<T> {
     const client = new pg.Client({ connectionString: this.serverUrl!.toString(), connectionTimeoutMillis: 10_000 });
+    // A connection lost mid-task fails the task's query, which reports it.
     client.on('error', () => {});
     try {
-      await client.connect();
-      return client;
-    } catch (err) {
-      await client.end().catch(() => {});
-      throw new KafkaIqError(
+      try {
+        await client.connect();
+      } catch (err) {
+        throw new KafkaIqError(
         'DATABASE_UNAVAILABLE',
-        `DATABASE_URL (${redactUrl(this.serverUrl!.toString())}) is unreachable: ${describeError(err) || (err as { code?: string }).code}. Start that PostgreSQL server or fix DATABASE_URL, or unset it to use the embedded database.`,
-        { cause: err },
-      );
+          `DATABASE_URL (${redactUrl(this.serverUrl!.toString())}) is unreachable: ${describeError(err) || (err as { code?: string }).code}. Start that PostgreSQL server or fix DATABASE_URL, or unset it to use the embedded database.`,
+          { cause: err },
+        );
+      }
+      return await task(client);
+    } finally {
+      await bestEffort('close a connection to DATABASE_URL', () => client.end(), this.log);
     }
   }
 
@@ -137,23 +141,23 @@ export class DatabasePool {
     const name = databaseName(namespace);
     const role = name;
     const password = randomBytes(24).toString('base64url'); // [A-Za-z0-9_-]: safe inside quotes
-    const admin = await this.adminClient();
-    try {
-      // A server that crashed mid-attempt may have left one with this name behind.
-      await admin.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)}`).catch(() => {});
-      await admin.query(`DROP ROLE IF EXISTS ${quoteIdent(role)}`).catch(() => {});
-      await admin.query(`CREATE ROLE ${quoteIdent(role)} LOGIN PASSWORD '${password}' NOSUPERUSER NOCREATEDB NOCREATEROLE CONNECTION LIMIT 32`);
-      await admin.query(`CREATE DATABASE ${quoteIdent(name)} OWNER ${quoteIdent(role)}`);
-      await admin.query(`REVOKE ALL ON DATABASE ${quoteIdent(name)} FROM PUBLIC`);
-    } catch (err) {
-      throw new KafkaIqError(
-        'DATABASE_UNAVAILABLE',
-        `Could not create database ${name} on DATABASE_URL (${redactUrl(this.serverUrl!.toString())}): ${describeError(err)}. Its user needs the CREATEDB and CREATEROLE privileges.`,
-        { cause: err },
-      );
-    } finally {
-      await admin.end().catch(() => {});
-    }
+    await this.withServer(async (admin) => {
+      try {
+        // A server that crashed mid-attempt may have left one with this name behind. A drop that
+        // fails leaves it there, and the CREATE below then says why.
+        await admin.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)}`).catch(() => {});
+        await admin.query(`DROP ROLE IF EXISTS ${quoteIdent(role)}`).catch(() => {});
+        await admin.query(`CREATE ROLE ${quoteIdent(role)} LOGIN PASSWORD '${password}' NOSUPERUSER NOCREATEDB NOCREATEROLE CONNECTION LIMIT 32`);
+        await admin.query(`CREATE DATABASE ${quoteIdent(name)} OWNER ${quoteIdent(role)}`);
+        await admin.query(`REVOKE ALL ON DATABASE ${quoteIdent(name)} FROM PUBLIC`);
+      } catch (err) {
+        throw new KafkaIqError(
+          'DATABASE_UNAVAILABLE',
+          `Could not create database ${name} on DATABASE_URL (${redactUrl(this.serverUrl!.toString())}): ${describeError(err)}. Its user needs the CREATEDB and CREATEROLE privileges.`,
+          { cause: err },
+        );
+      }
+    });
     const url = new URL(this.serverUrl!.toString());
     url.pathname = `/${name}`;
     url.username = role;
@@ -166,25 +170,15 @@ export class DatabasePool {
   }
 
   private async dropServerDatabase(name: string, role: string): Promise<void> {
-    let admin: pg.Client;
-    try {
-      admin = await this.adminClient();
-    } catch (err) {
-      this.log(`could not drop database ${name}: ${describeError(err)}`);
-      return;
-    }
-    try {
+    const drop = this.withServer(async (admin) => {
       // WITH (FORCE) (PostgreSQL 13+) ends connections a program left open.
       await admin.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)} WITH (FORCE)`).catch(async () => {
         await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name]);
         await admin.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)}`);
       });
       await admin.query(`DROP ROLE IF EXISTS ${quoteIdent(role)}`);
-    } catch (err) {
-      this.log(`could not drop database ${name}: ${describeError(err)}`);
-    } finally {
-      await admin.end().catch(() => {});
-    }
+    });
+    await bestEffort(`drop database ${name}`, drop, this.log);
   }
 
   // ---- embedded databases ---------------------------------------------------------------------
@@ -243,7 +237,7 @@ export class DatabasePool {
   /** Resets a database an attempt is done with, then hands it to the next waiter or keeps it idle. */
   private async giveBack(db: EmbeddedDatabase): Promise<void> {
     try {
-      if (this.closed) throw new Error('closed');
+      if (this.closed) throw new KafkaIqError('INTERNAL', 'The database pool is closed.');
       await db.reset();
     } catch (err) {
       if (!this.closed) this.log(`an embedded database could not be reset (${describeError(err)}): replacing it`);
@@ -283,11 +277,4 @@ export function databasePool(): DatabasePool {
     });
   }
   return shared;
-}
-
-/** Closes the process's pool; the next databasePool() reads DATABASE_URL afresh (tests switch with it). */
-export async function closeDatabasePool(): Promise<void> {
-  const pool = shared;
-  shared = null;
-  await pool?.close();
 }

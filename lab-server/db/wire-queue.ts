@@ -20,6 +20,7 @@
  *    has its exchange ended with a Sync and its transaction rolled back, so the next one starts clean.
  */
 import type { PGlite } from '@electric-sql/pglite';
+import { KafkaIqError } from '../../src/shared/errors.ts';
 
 interface Job {
   handlerId: number;
@@ -125,7 +126,7 @@ export class ConnectionQueue {
       const job = this.jobs[i]!;
       if (job.handlerId !== handlerId) continue;
       this.jobs.splice(i, 1);
-      job.reject(new Error('connection closed'));
+      job.reject(new KafkaIqError('DATABASE_UNAVAILABLE', 'The connection to the embedded PostgreSQL closed before this query ran.'));
     }
   }
 
@@ -242,6 +243,7 @@ export class ConnectionQueue {
     const names = this.statements.get(handlerId);
     this.statements.delete(handlerId);
     for (const name of names ?? []) {
+      // Already gone (DISCARD ALL, a failed PREPARE): nothing left to free.
       await this.db.exec(`DEALLOCATE "${name.replace(/"/g, '""')}"`).catch(() => {});
     }
   }

@@ -11,10 +11,10 @@
  * declares a read of one (the hanging-transaction monitor reads __transaction_state).
  */
 import type { Admin, Kafka } from 'kafkajs';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { describeError, KafkaIqError } from '../../src/shared/errors.ts';
+import { bestEffort } from '../core/best-effort.ts';
 import { retry } from '../core/retry.ts';
-import { createKafka, kafkajs } from './client.ts';
+import { createKafka, kafkajs, withAdmin, withAdminRetrying } from './client.ts';
 import { attemptUser, passwordFor, saslEnv } from './credentials.ts';
 
 const { AclResourceTypes, AclOperationTypes, AclPermissionTypes, ResourcePatternTypes } = kafkajs;
@@ -82,21 +82,12 @@ export interface AttemptIdentity {
 export async function grantAttempt(kafka: Kafka, brokers: readonly string[], grants: AttemptGrants, probeTopic: string): Promise<AttemptIdentity> {
   const started = performance.now();
   const user = attemptUser(grants.namespace, grants.expiresAtMs);
-  const admin = kafka.admin();
   try {
     // Another grade's broker-restart fault may have the broker down right now: retry past it
     // (CreateAcls of the same bindings twice is harmless).
-    await retry(
-      async () => {
-        await admin.connect();
-        await admin.createAcls({ acl: attemptAcls(user, grants) });
-      },
-      { retries: 12, minDelayMs: 250, maxDelayMs: 2_000 },
-    );
+    await withAdminRetrying(kafka, (admin) => admin.createAcls({ acl: attemptAcls(user, grants) }), { retries: 12, minDelayMs: 250, maxDelayMs: 2_000 });
   } catch (err) {
     throw new KafkaIqError('BROKER_UNREACHABLE', `Kafka did not accept the attempt's ACLs (${describeError(err)}): is the broker running, and is the lab server's user a super user?`, { cause: err });
-  } finally {
-    await admin.disconnect().catch(() => {});
   }
   await Promise.all(brokers.map((b) => waitUntilGranted(b, user, probeTopic)));
   let revoked: Promise<void> | null = null;
@@ -117,41 +108,27 @@ async function revokeUser(kafka: Kafka, user: string): Promise<void> {
     operation: AclOperationTypes.ANY,
     permissionType: AclPermissionTypes.ANY,
   };
-  for (let attempt = 0; attempt < 3; attempt++) {
-    const admin = kafka.admin();
-    try {
-      await admin.connect();
-      await admin.deleteAcls({ filters: [filter as Parameters<Admin['deleteAcls']>[0]['filters'][number]] });
-      return;
-    } catch {
-      // The broker is restarting (a fault of another grade): try again shortly; if it never
-      // answers, the user's expiry still ends its rights.
-      await sleep(500 * (attempt + 1));
-    } finally {
-      await admin.disconnect().catch(() => {});
-    }
-  }
+  // The broker may be restarting (a fault of another grade): tried again shortly; if it never
+  // answers, the user's expiry still ends its rights.
+  await bestEffort(
+    `delete the ACLs of ${user}`,
+    retry(() => withAdmin(kafka, (admin) => admin.deleteAcls({ filters: [filter as Parameters<Admin['deleteAcls']>[0]['filters'][number]] })), {
+      retries: 2,
+      minDelayMs: 500,
+      maxDelayMs: 1_000,
+    }),
+  );
 }
 
 /** Asks one broker, as the attempt's user, to describe a topic of the namespace until it may. */
 async function waitUntilGranted(broker: string, user: string, topic: string): Promise<void> {
-  const admin = createKafka([broker], 'kafkaiq-acl-probe', {
+  const kafka = createKafka([broker], 'kafkaiq-acl-probe', {
     sasl: { mechanism: 'plain', username: user, password: passwordFor(user) },
     retry: { retries: 0 },
-  }).admin();
-  const deadline = Date.now() + 30_000;
+  });
   try {
-    for (;;) {
-      try {
-        await admin.connect();
-        await admin.fetchTopicMetadata({ topics: [topic] });
-        return;
-      } catch (err) {
-        if (Date.now() > deadline) throw new KafkaIqError('BROKER_UNREACHABLE', `Broker ${broker} did not apply the attempt's ACLs within 30 s (${describeError(err)}).`);
-        await sleep(25);
-      }
-    }
-  } finally {
-    await admin.disconnect().catch(() => {});
+    await withAdminRetrying(kafka, (admin) => admin.fetchTopicMetadata({ topics: [topic] }), { retries: Infinity, minDelayMs: 25, maxDelayMs: 25, timeoutMs: 30_000 });
+  } catch (err) {
+    throw new KafkaIqError('BROKER_UNREACHABLE', `Broker ${broker} did not apply the attempt's ACLs within 30 s (${describeError(err)}).`, { cause: err });
   }
 }

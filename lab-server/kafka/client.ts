@@ -1,5 +1,7 @@
 import kafkajs from 'kafkajs';
-import type { KafkaConfig, logCreator } from 'kafkajs';
+import type { Admin, Kafka as KafkaClient, KafkaConfig, logCreator } from 'kafkajs';
+import { bestEffort } from '../core/best-effort.ts';
+import { retry, type RetryOptions } from '../core/retry.ts';
 import { graderSasl } from './credentials.ts';
 
 const { Kafka, logLevel } = kafkajs;
@@ -20,6 +22,44 @@ export function createKafka(brokers: string[], clientId = 'kafkaiq', extra: Part
     sasl: graderSasl(),
     ...extra,
   });
+}
+
+/** A client opened for one task: a kafkajs admin, producer or consumer, or the internal Cluster. */
+export interface TaskClient {
+  connect(): Promise<unknown>;
+  disconnect(): Promise<unknown>;
+}
+
+/**
+ * The one way to use a Kafka client for one task: connects it, runs the task and always
+ * disconnects it. A failed disconnect is logged, never thrown: the task's result or error is what
+ * the caller needs. With `connect: false` the task connects the client itself (to retry
+ * connecting along with its first request).
+ */
+export async function withClient<C extends TaskClient, T>(client: C, task: (client: C) => Promise<T>, options: { connect?: boolean } = {}): Promise<T> {
+  try {
+    if (options.connect !== false) await client.connect();
+    return await task(client);
+  } finally {
+    await bestEffort('disconnect a Kafka client', () => client.disconnect());
+  }
+}
+
+/** withClient with a new admin of `kafka`. */
+export function withAdmin<T>(kafka: KafkaClient, task: (admin: Admin) => Promise<T>, options: { connect?: boolean } = {}): Promise<T> {
+  return withClient(kafka.admin(), task, options);
+}
+
+/**
+ * withAdmin for a request that may meet a broker still starting or restarting: connecting and the
+ * request are retried together (core/retry.ts) until one succeeds or `retryOptions` give up.
+ */
+export function withAdminRetrying<T>(kafka: KafkaClient, request: (admin: Admin) => Promise<T>, retryOptions: RetryOptions): Promise<T> {
+  const attempt = async (admin: Admin) => {
+    await admin.connect();
+    return request(admin);
+  };
+  return withAdmin(kafka, (admin) => retry(() => attempt(admin), retryOptions), { connect: false });
 }
 
 export { kafkajs };

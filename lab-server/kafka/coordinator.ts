@@ -1,5 +1,5 @@
 import { describeError, KafkaIqError } from '../../src/shared/errors.ts';
-import { createKafka } from './client.ts';
+import { createKafka, withAdmin, withClient } from './client.ts';
 import { COORDINATOR_TYPES, createInternalCluster } from './internal-cluster.ts';
 
 // kafkajs's admin has no FindCoordinator for transactions; its internal Cluster sends it (the
@@ -40,6 +40,7 @@ export function transactionStatePartition(transactionalId: string, partitions: n
 export async function findTransactionCoordinator(brokers: string[], transactionalId: string): Promise<TransactionCoordinator> {
   let metadataError: unknown = 'no leader in the metadata';
   const [asked, fromMetadata] = await Promise.all([
+    // Unanswered, the metadata alone decides (below).
     askFindCoordinator(brokers, transactionalId).catch(() => null),
     leaderFromMetadata(brokers, transactionalId).catch((err: unknown) => {
       metadataError = err;
@@ -58,30 +59,24 @@ async function askFindCoordinator(brokers: string[], transactionalId: string): P
     requestTimeout: 5_000,
     retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 500 },
   });
-  try {
-    await cluster.connect();
+  return withClient(cluster, async () => {
     // FindCoordinator goes to any known broker: learn them all first (connect knows only the seed).
     await cluster.refreshMetadata();
     const { coordinator } = await cluster.findGroupCoordinatorMetadata({ groupId: transactionalId, coordinatorType: COORDINATOR_TYPES.TRANSACTION });
     return Number(coordinator.nodeId);
-  } finally {
-    await cluster.disconnect().catch(() => {});
-  }
+  });
 }
 
-async function leaderFromMetadata(brokers: string[], transactionalId: string): Promise<TransactionCoordinator | null> {
-  const admin = createKafka(brokers, 'kafkaiq-coordinator', { retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 500 } }).admin();
-  try {
-    await admin.connect();
+function leaderFromMetadata(brokers: string[], transactionalId: string): Promise<TransactionCoordinator | null> {
+  const kafka = createKafka(brokers, 'kafkaiq-coordinator', { retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 500 } });
+  return withAdmin(kafka, async (admin) => {
     const { topics } = await admin.fetchTopicMetadata({ topics: [TRANSACTION_STATE_TOPIC] });
     const partitions = topics[0]?.partitions ?? [];
     if (!partitions.length) return null;
     const partition = transactionStatePartition(transactionalId, partitions.length);
     const leader = partitions.find((p) => p.partitionId === partition)?.leader;
-    return leader === undefined || leader < 0 ? null : { nodeId: leader, partition, source: 'metadata' };
-  } finally {
-    await admin.disconnect().catch(() => {});
-  }
+    return leader === undefined || leader < 0 ? null : { nodeId: leader, partition, source: 'metadata' as const };
+  });
 }
 
 /**
@@ -90,22 +85,24 @@ async function leaderFromMetadata(brokers: string[], transactionalId: string): P
  * replicas everywhere. Resolves false if that did not happen in time.
  */
 export async function waitForFullIsr(brokers: string[], timeoutMs: number): Promise<boolean> {
-  const admin = createKafka(brokers, 'kafkaiq-isr', { retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 500 } }).admin();
+  const kafka = createKafka(brokers, 'kafkaiq-isr', { retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 500 } });
   const deadline = Date.now() + timeoutMs;
-  try {
-    for (;;) {
-      try {
-        // Connecting is retried here too: the seed it picks may be the node that is still starting.
-        await admin.connect();
-        const { topics } = await admin.fetchTopicMetadata();
-        if (topics.every((t) => t.partitions.every((p) => p.isr.length >= p.replicas.length))) return true;
-      } catch {
-        // a node still starting, or metadata moving: ask again
+  return withAdmin(
+    kafka,
+    async (admin) => {
+      for (;;) {
+        try {
+          // Connecting is retried here too: the seed it picks may be the node that is still starting.
+          await admin.connect();
+          const { topics } = await admin.fetchTopicMetadata();
+          if (topics.every((t) => t.partitions.every((p) => p.isr.length >= p.replicas.length))) return true;
+        } catch {
+          // a node still starting, or metadata moving: ask again
+        }
+        if (Date.now() > deadline) return false;
+        await new Promise((resolve) => setTimeout(resolve, 250));
       }
-      if (Date.now() > deadline) return false;
-      await new Promise((resolve) => setTimeout(resolve, 250));
-    }
-  } finally {
-    await admin.disconnect().catch(() => {});
-  }
+    },
+    { connect: false },
+  );
 }

@@ -1,5 +1,6 @@
 import type { Admin } from 'kafkajs';
 import { retry } from '../core/retry.ts';
+import { withClient } from './client.ts';
 import { createInternalCluster } from './internal-cluster.ts';
 
 export interface CommittedOffset {
@@ -33,11 +34,8 @@ export async function fetchCommittedOffsets(admin: Admin, groupId: string, topic
 /** Sends LeaveGroup for a member that cannot send it itself (its process was killed). */
 export async function removeGroupMember(brokers: string[], groupId: string, memberId: string): Promise<void> {
   const cluster = createInternalCluster(brokers, { clientId: 'kafkaiq-grader', retry: { retries: 2 } });
-  try {
-    await cluster.connect();
+  await withClient(cluster, async () => {
     const coordinator = await cluster.findGroupCoordinator({ groupId });
     await coordinator.leaveGroup({ groupId, memberId });
-  } finally {
-    await cluster.disconnect().catch(() => {});
-  }
+  });
 }

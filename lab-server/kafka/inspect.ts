@@ -1,5 +1,7 @@
 import type { Kafka, KafkaMessage } from 'kafkajs';
+import { bestEffort } from '../core/best-effort.ts';
 import { retry } from '../core/retry.ts';
+import { withClient } from './client.ts';
 import { GRADER_KAFKA_RETRY } from './group-offsets.ts';
 import { createInternalCluster } from './internal-cluster.ts';
 
@@ -61,6 +63,7 @@ export class OffsetsProbe {
 
   private connect(): Promise<void> {
     this.connected ??= Promise.all([this.committed.connect(), this.uncommitted.connect()]).then(() => {});
+    // A failed connect reaches the caller through the returned promise; the next call connects afresh.
     this.connected.catch(() => (this.connected = null));
     return this.connected;
   }
@@ -91,7 +94,7 @@ export class OffsetsProbe {
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.committed.disconnect(), this.uncommitted.disconnect()]).catch(() => {});
+    await Promise.all([this.committed, this.uncommitted].map((cluster) => bestEffort('disconnect an offsets probe', () => cluster.disconnect())));
     this.connected = null;
   }
 }
@@ -174,8 +177,7 @@ export async function readTopic(kafka: Kafka, brokers: string[], topic: string, 
   consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
     if (payload.topic === topic && payload.lastOffset !== null) advance(payload.partition, Number(payload.lastOffset) + 1);
   });
-  try {
-    await consumer.connect();
+  return withClient(consumer, async () => {
     await consumer.subscribe({ topic, fromBeginning: true });
     await consumer.run({
       autoCommit: false,
@@ -194,7 +196,5 @@ export async function readTopic(kafka: Kafka, brokers: string[], topic: string, 
     ]);
     records.sort((a, b) => a.partition - b.partition || a.offset - b.offset);
     return { records, complete: !timedOut };
-  } finally {
-    await consumer.disconnect().catch(() => {});
-  }
+  });
 }

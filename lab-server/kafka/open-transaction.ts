@@ -1,8 +1,8 @@
 /**
  * The broker's word on "is a transaction open right now": a partition the attempt's program
  * writes whose last stable offset is below its high watermark holds records of an open
- * transaction. The grader asks this wherever it used to take the program's word (a crash-point
- * hit that says "transaction open"), so a forged answer over IPC can at worst make a grade
+ * transaction. The grader asks this instead of taking the program's word (a crash-point hit
+ * that says "transaction open"), so a forged answer over IPC can at worst make a grade
  * inconclusive, never conclusive.
  */
 import type { OffsetsProbe } from './inspect.ts';

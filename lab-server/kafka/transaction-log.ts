@@ -16,6 +16,7 @@
  * The grader uses this to show the coordinator's view of its own transactions; the lab's learner
  * writes the same few Buffer reads in their monitor (solutions stay standalone programs).
  */
+import { KafkaIqError } from '../../src/shared/errors.ts';
 
 export const TRANSACTION_STATE_TOPIC = '__transaction_state';
 
@@ -52,7 +53,13 @@ export interface TransactionLogRecord {
   value: TransactionLogValue | null;
 }
 
-export class TransactionLogFormatError extends Error {}
+/** A __transaction_state record this decoder cannot read: cut short, or of a version it does not know. */
+export class TransactionLogFormatError extends KafkaIqError {
+  constructor(message: string) {
+    super('INTERNAL', message);
+    this.name = 'TransactionLogFormatError';
+  }
+}
 
 class Reader {
   private pos = 0;
@@ -63,27 +70,24 @@ class Reader {
       throw new TransactionLogFormatError(`truncated record: needs ${bytes} more bytes at ${this.pos} of ${this.buf.length}`);
     }
   }
+  /** Reads `bytes` bytes at the current position with `read`, and moves past them. */
+  private take<T>(bytes: number, read: (pos: number) => T): T {
+    this.need(bytes);
+    const v = read(this.pos);
+    this.pos += bytes;
+    return v;
+  }
   int8(): number {
-    this.need(1);
-    return this.buf.readInt8(this.pos++);
+    return this.take(1, (pos) => this.buf.readInt8(pos));
   }
   int16(): number {
-    this.need(2);
-    const v = this.buf.readInt16BE(this.pos);
-    this.pos += 2;
-    return v;
+    return this.take(2, (pos) => this.buf.readInt16BE(pos));
   }
   int32(): number {
-    this.need(4);
-    const v = this.buf.readInt32BE(this.pos);
-    this.pos += 4;
-    return v;
+    return this.take(4, (pos) => this.buf.readInt32BE(pos));
   }
   int64(): bigint {
-    this.need(8);
-    const v = this.buf.readBigInt64BE(this.pos);
-    this.pos += 8;
-    return v;
+    return this.take(8, (pos) => this.buf.readBigInt64BE(pos));
   }
   uvarint(): number {
     let value = 0;
@@ -96,10 +100,7 @@ class Reader {
     throw new TransactionLogFormatError(`unsigned varint longer than 5 bytes at ${this.pos}`);
   }
   bytes(length: number): Buffer {
-    this.need(length);
-    const v = this.buf.subarray(this.pos, this.pos + length);
-    this.pos += length;
-    return v;
+    return this.take(length, (pos) => this.buf.subarray(pos, pos + length));
   }
   string(flexible: boolean): string {
     const length = flexible ? this.uvarint() - 1 : this.int16();

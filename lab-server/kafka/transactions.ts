@@ -1,7 +1,7 @@
 /**
  * `inspect txns`: the transactions of a namespace as the coordinator sees them (ListTransactions,
  * DescribeTransactions, which kafkajs lacks). One long-lived JVM per cluster answers every request
- * (broker/src/.../TransactionsService.java), so a learner typing `txns` no longer starts a JVM each
+ * (broker/src/.../TransactionsService.java), so a learner typing `txns` does not start a JVM each
  * time; requests queue one after another, each bounded in time.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -47,6 +47,7 @@ class TransactionsService {
       ['-Xmx128m', '-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC', '-cp', path.join(BROKER_LIB_DIR, '*'), 'dev.kafkaiq.broker.TransactionsService', this.brokers.join(','), graderClientProperties()],
       { stdio: ['pipe', 'pipe', 'ignore'] },
     );
+    // A JVM that fails to start or dies answers through 'exit' or the request's timeout below.
     child.on('error', () => {});
     child.once('exit', () => {
       // Whoever waits gets "no answer"; the next request starts a fresh JVM.
@@ -78,7 +79,7 @@ class TransactionsService {
       return JSON.parse(line) as Answer;
     };
     const answer = this.tail.then(run, run);
-    this.tail = answer.catch(() => {});
+    this.tail = answer.catch(() => {}); // the caller gets the failure; the queue only orders requests
     return answer;
   }
 }

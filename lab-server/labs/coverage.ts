@@ -1,7 +1,8 @@
 /**
  * The coverage rule and the lab facts for labs loaded from disk (the rule itself is pure and
  * shared with the site: src/shared/lab-coverage.ts). `kafkaiq check` refuses a lab that breaks
- * it, `kafkaiq labs` prints the facts, and tests/coverage.test.ts applies it to every lab in CI.
+ * it, `kafkaiq labs` prints the facts, and tests/unit/coverage.test.ts applies it to every lab in
+ * CI.
  */
 import { coverageProblems, declaredFixtures, type FixtureDeclaration } from '../../src/shared/lab-coverage.ts';
 import { labFacts, type LabFacts } from '../../src/shared/lab-facts.ts';

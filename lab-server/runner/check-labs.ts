@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { asClusterSource, type ClusterHandle, type ClusterSource } from '../broker/cluster-pool.ts';
-import { describeError } from '../../src/shared/errors.ts';
+import { describeError, KafkaIqError } from '../../src/shared/errors.ts';
 import type { DatabasePool } from '../db/pool.ts';
 import { loadLab } from '../labs/load-lab.ts';
 import type { CheckName, GradeReport } from '../../src/shared/report.ts';
@@ -121,7 +121,7 @@ export async function runFixtures(
   options: CheckOptions = {},
 ): Promise<FixtureResult[]> {
   const lanes = Array.isArray(clusters) ? clusters : [clusters as ClusterSource | ClusterHandle];
-  if (lanes.length === 0) throw new Error('runFixtures needs at least one cluster');
+  if (lanes.length === 0) throw new KafkaIqError('INTERNAL', 'runFixtures needs at least one cluster.');
   const log = options.log ?? (() => {});
   const results: FixtureResult[] = [];
   // Programs that must pass take the full plan: start them first so the slowest finish early, and

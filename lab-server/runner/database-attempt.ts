@@ -6,6 +6,7 @@
 import pg from 'pg';
 import type { DatabaseSpec, ExpectedEffectSpec } from '../../src/shared/lab.ts';
 import { describeError, KafkaIqError } from '../../src/shared/errors.ts';
+import { bestEffort } from '../core/best-effort.ts';
 import { databasePool, redactUrl, type DatabaseLease, type DatabasePool } from '../db/pool.ts';
 import type { SeededRecord } from './seeder.ts';
 
@@ -125,7 +126,7 @@ export class AttemptDatabase {
     this.released = true;
     const client = this.client;
     this.client = null;
-    await client?.end().catch(() => {});
+    if (client) await bestEffort("close the grader's connection to the attempt's database", () => client.end());
     await this.lease.release();
   }
 }

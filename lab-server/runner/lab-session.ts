@@ -5,8 +5,8 @@ import type { GradeReport } from '../../src/shared/report.ts';
 import { fixedClusters, type ClusterHandle, type ClusterKind, type ClusterSource } from '../broker/cluster-pool.ts';
 import type { KafkaCluster } from '../broker/cluster.ts';
 import { KafkaIqError } from '../../src/shared/errors.ts';
-import { createKafka } from '../kafka/client.ts';
-import { OffsetsProbe, readTopic } from '../kafka/inspect.ts';
+import { createKafka, withAdmin } from '../kafka/client.ts';
+import { partitionOffsets, readTopic } from '../kafka/inspect.ts';
 import { fetchCommittedOffsets } from '../kafka/group-offsets.ts';
 import { listTransactions } from '../kafka/transactions.ts';
 import { loadLab } from '../labs/load-lab.ts';
@@ -131,7 +131,7 @@ export class LabSession implements LabSessionApi {
     const current = this.current;
     if (!current) return;
     current.attempt.requestStop();
-    await current.done.catch(() => {});
+    await current.done.catch(() => {}); // the grade's own caller gets its result or error
   }
 
   async fault(kind: ManualFault, instance?: string): Promise<void> {
@@ -157,18 +157,12 @@ export class LabSession implements LabSessionApi {
       case 'topics': {
         const attempt = this.latest;
         if (!attempt) return { what: 'topics', topics: [] };
-        const admin = this.client.admin();
-        await admin.connect();
-        try {
-          const env = attempt.topicEnv();
-          const metadata = await admin.fetchTopicMetadata({ topics: Object.values(env) });
-          return {
-            what: 'topics',
-            topics: metadata.topics.map((t) => ({ name: t.name, env: Object.keys(env).find((k) => env[k] === t.name) ?? null, partitions: t.partitions.length })),
-          };
-        } finally {
-          await admin.disconnect();
-        }
+        const env = attempt.topicEnv();
+        const metadata = await withAdmin(this.client, (admin) => admin.fetchTopicMetadata({ topics: Object.values(env) }));
+        return {
+          what: 'topics',
+          topics: metadata.topics.map((t) => ({ name: t.name, env: Object.keys(env).find((k) => env[k] === t.name) ?? null, partitions: t.partitions.length })),
+        };
       }
       case 'consume': {
         const topic = this.resolveTopic(command.topic);
@@ -176,24 +170,16 @@ export class LabSession implements LabSessionApi {
       }
       case 'offsets': {
         const topic = this.resolveTopic(command.topic);
-        const probe = new OffsetsProbe(brokers);
-        const admin = this.client.admin();
-        try {
-          await admin.connect();
-          const offsets = await probe.offsets(topic);
-          const group = await fetchCommittedOffsets(admin, this.latest!.groupId, topic);
-          return {
-            what: 'offsets',
-            topic,
-            partitions: offsets.map((p) => {
-              const committed = group.find((g) => g.partition === p.partition)?.offset ?? -1;
-              return { ...p, committed: committed >= 0 ? committed : null, blockedLag: p.hwm - p.lso };
-            }),
-          };
-        } finally {
-          await probe.close();
-          await admin.disconnect();
-        }
+        const groupId = this.latest!.groupId;
+        const [offsets, group] = await Promise.all([partitionOffsets(brokers, topic), withAdmin(this.client, (admin) => fetchCommittedOffsets(admin, groupId, topic))]);
+        return {
+          what: 'offsets',
+          topic,
+          partitions: offsets.map((p) => {
+            const committed = group.find((g) => g.partition === p.partition)?.offset ?? -1;
+            return { ...p, committed: committed >= 0 ? committed : null, blockedLag: p.hwm - p.lso };
+          }),
+        };
       }
       case 'txns':
         return { what: 'txns', transactions: await listTransactions(brokers, this.prefix) };
@@ -206,13 +192,7 @@ export class LabSession implements LabSessionApi {
    */
   private async consume(topic: string, isolation: 'read_committed' | 'read_uncommitted'): Promise<{ records: ConsumedRecord[]; truncated: boolean }> {
     const brokers = this.brokers;
-    const probe = new OffsetsProbe(brokers);
-    let offsets;
-    try {
-      offsets = await probe.offsets(topic);
-    } finally {
-      await probe.close();
-    }
+    const offsets = await partitionOffsets(brokers, topic);
     const committed = await readTopic(this.client, brokers, topic, { isolation: 'read_committed', timeoutMs: 5_000 });
     const uncommitted = await readTopic(this.client, brokers, topic, { isolation: 'read_uncommitted', timeoutMs: 5_000 });
     const committedAt = new Set(committed.records.map((r) => `${r.partition}/${r.offset}`));

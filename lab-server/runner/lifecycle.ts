@@ -3,7 +3,7 @@
  * the program, the stop signal, the time limit (moved back by broker downtime and waits that are
  * not the program's, longer for an opaque `--cmd` program), state and progress events, the grade's
  * error report and the report itself. What the attempt does in between (prepare, play, collect)
- * is its scenario's (scenarios/), chosen per lab kind in attempt.ts.
+ * is its scenario's (pipeline/ or monitor/), chosen per lab kind in attempt.ts.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -128,6 +128,22 @@ export class AttemptLifecycle implements Attempt {
   /** Env name -> real topic, for the learner's display. */
   topicEnv(): Record<string, string> {
     return Object.fromEntries(this.lab.definition.topics.map((t) => [t.env, this.realTopic(t.name)]));
+  }
+
+  /**
+   * Env name -> this attempt's group and transactional ids, for the learner's display: the values
+   * the scenarios give each instance (pipeline/scenario.ts env(): slot n's TRANSACTIONAL_ID ends in
+   * -tx-n), only those the lab's env lists.
+   */
+  idEnv(): Record<string, string> {
+    const slots = Array.from({ length: this.lab.definition.instances }, (_, i) => `${this.namespace}-tx-${i + 1}`);
+    const ids: Record<string, string> = {
+      GROUP_ID: this.groupId,
+      TRANSACTIONAL_ID_PREFIX: `${this.namespace}-tx`,
+      TRANSACTIONAL_ID: slots.length === 1 ? slots[0]! : slots.map((id, i) => `i${i + 1}: ${id}`).join(', '),
+    };
+    const listed = new Set(this.lab.definition.env.map((e) => e.name));
+    return Object.fromEntries(Object.entries(ids).filter(([name]) => listed.has(name)));
   }
 
   /**
@@ -349,6 +365,7 @@ export class AttemptLifecycle implements Attempt {
       lab: this.lab.id,
       instances: this.scenario.supervisor?.instances() ?? [],
       topics: this.topicEnv(),
+      ids: this.idEnv(),
     });
   }
 }

@@ -1,5 +1,6 @@
 import type { Kafka, RecordMetadata, Transaction } from 'kafkajs';
-import { describeError } from '../../src/shared/errors.ts';
+import { describeError, KafkaIqError } from '../../src/shared/errors.ts';
+import { bestEffort } from '../core/best-effort.ts';
 import { retry } from '../core/retry.ts';
 import { isRetriableKafkaError } from '../kafka/group-offsets.ts';
 import type { PipelineLab, SeedRecord } from '../../src/shared/lab.ts';
@@ -103,6 +104,12 @@ function errorTypes(err: unknown): string {
   return parts.join(' ');
 }
 
+interface HeldTransaction {
+  /** Ends it now instead of when its time is up (the attempt is shutting down). */
+  endNow(): void;
+  ended: Promise<void>;
+}
+
 /**
  * Writes seeding transactions with the grader's own transactional producer and records the
  * offset of every record, which the verifier and the progress meter need. On the 3-node cluster
@@ -110,12 +117,6 @@ function errorTypes(err: unknown): string {
  * transaction that fails before its outcome could be decided is written again with a fresh
  * producer, whose fencing aborts the failed one first.
  */
-interface HeldTransaction {
-  /** Ends it now instead of when its time is up (the attempt is shutting down). */
-  endNow(): void;
-  ended: Promise<void>;
-}
-
 export class InputWriter {
   private producer;
   readonly written: SeededRecord[] = [];
@@ -170,7 +171,7 @@ export class InputWriter {
       };
     });
     const ended = this.lease(() => due.then(() => (txn.commit ? transaction.commit() : transaction.abort()))).finally(() =>
-      producer.disconnect().catch(() => {}),
+      bestEffort('disconnect the producer of a held seeding transaction', () => producer.disconnect()),
     );
     // Seen by settled(); until then a failure must not surface as an unhandled rejection.
     ended.catch(() => {});
@@ -224,18 +225,20 @@ export class InputWriter {
       else await transaction.abort();
     } catch (err) {
       // kafkajs cannot go on with a producer whose transaction call failed: start a fresh one.
-      await this.producer.disconnect().catch(() => {});
+      await bestEffort('disconnect a failed seeding producer', () => this.producer.disconnect());
       this.producer = this.newProducer();
       await this.producer.connect();
       const safe = !ending || !txn.commit || REJECTED_UNSENT.test(errorTypes(err));
-      throw Object.assign(new Error(`seeding transaction failed (${describeError(err)})`, { cause: err }), { retriable: safe });
+      const failed = new KafkaIqError('BROKER_UNREACHABLE', `The grader could not write a seeding transaction (${describeError(err)}).`, { cause: err });
+      throw Object.assign(failed, { retriable: safe });
     }
     this.recordOffsets(txn, results);
   }
 
   async disconnect(): Promise<void> {
     for (const h of this.held) h.endNow();
+    // Shutting down: settled() is where a held transaction's failure counts.
     await Promise.all(this.held.map((h) => h.ended.catch(() => {})));
-    await this.producer.disconnect().catch(() => {});
+    await bestEffort('disconnect the seeding producer', () => this.producer.disconnect());
   }
 }

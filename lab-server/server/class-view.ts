@@ -9,7 +9,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { formatReport } from '../../src/shared/format-report.ts';
+import { htmlPaint, renderReport } from '../../src/shared/format-report.ts';
 import { KafkaIqError } from '../../src/shared/errors.ts';
 import type { AttemptStore, LearnerSummary } from './attempt-store.ts';
 
@@ -92,7 +92,7 @@ function renderRoster(learners: LearnerSummary[]): string {
     const reports = learner.latest
       .map(
         ({ lab, at, report }) =>
-          `<details><summary>${escapeHtml(lab)}: ${report.verdict.toUpperCase()}${report.quick ? ' (quick)' : ''} <small>${escapeHtml(at)}</small></summary><pre>${escapeHtml(formatReport(report))}</pre></details>`,
+          `<details><summary>${escapeHtml(lab)}: ${report.verdict.toUpperCase()}${report.quick ? ' (quick)' : ''} <small>${escapeHtml(at)}</small></summary><pre>${renderReport(report, htmlPaint).join('\n')}</pre></details>`,
       )
       .join('');
     return `<tr><td>${name}</td><td>${passed}</td><td>${learner.attempts}</td><td>${reports}</td></tr>`;
@@ -109,6 +109,6 @@ function sendPage(res: ServerResponse, status: number, title: string, body: stri
     'X-Content-Type-Options': 'nosniff',
   });
   res.end(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${title} | KafkaIQ</title>
-<style>body{font:15px/1.5 system-ui,sans-serif;margin:2rem;max-width:80rem}table{border-collapse:collapse;width:100%}th,td{border-bottom:1px solid #ccc;padding:.4rem;text-align:left;vertical-align:top}pre{font-size:12px;white-space:pre-wrap;background:#f6f6f6;padding:.5rem}small{color:#666}</style>
+<style>body{font:15px/1.5 system-ui,sans-serif;margin:2rem;max-width:80rem}table{border-collapse:collapse;width:100%}th,td{border-bottom:1px solid #ccc;padding:.4rem;text-align:left;vertical-align:top}pre{font-size:12px;white-space:pre-wrap;background:#f6f6f6;padding:.5rem}small{color:#666}.kiq-report-pass{color:#1c7a35}.kiq-report-fail{color:#b3261e}.kiq-report-warn{color:#8a6100}.kiq-report-dim{color:#666}.kiq-report-strong{font-weight:bold}</style>
 </head><body><h1>${title}</h1>${body}</body></html>`);
 }

@@ -91,13 +91,13 @@ async function resolveFile(root: string, urlPath: string): Promise<Resolved> {
   const candidate = path.join(root, urlPath);
   // Belt and braces after safeUrlPath: the joined path must stay inside the root.
   if (candidate !== root && !candidate.startsWith(root + path.sep)) return { kind: 'missing' };
-  const stat = await fs.promises.stat(candidate).catch(() => null);
+  const stat = await fs.promises.stat(candidate).catch(() => null); // nothing there: missing
   if (stat?.isFile()) return { kind: 'file', file: candidate };
   if (stat?.isDirectory()) {
     // Pages link with a trailing slash; relative links inside index.html need it too.
     if (!urlPath.endsWith('/')) return { kind: 'redirect', location: encodeURI(urlPath + '/') };
     const index = path.join(candidate, 'index.html');
-    if ((await fs.promises.stat(index).catch(() => null))?.isFile()) return { kind: 'file', file: index };
+    if ((await fs.promises.stat(index).catch(() => null))?.isFile()) return { kind: 'file', file: index }; // no index.html: missing
   }
   return { kind: 'missing' };
 }

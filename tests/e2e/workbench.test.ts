@@ -95,7 +95,7 @@ describe('the course in a browser', () => {
       );
     await page.goto(`${baseUrl}${LESSON}`);
     await page.waitForLoadState('networkidle');
-    await page.waitForTimeout(500); // idle callbacks (where Starlight used to load its search UI)
+    await page.waitForTimeout(500); // let idle callbacks run: a script loaded in one (as Starlight's stock search UI is) counts too
     const before = await scriptBytes();
     expect(before, `${before} bytes of JavaScript before the lab`).toBeLessThanOrEqual(50 * 1024);
     await page.getByRole('button', { name: /search/i }).first().click();
@@ -145,14 +145,25 @@ describe('the course in a browser', () => {
     expect(picks).toHaveLength(1);
     expect(picks[0].correct).toBe(false); // the first pick counts
     // The sidebar's progress shows the lesson's score at once, and after a reload.
+    const total = await page.locator('kiq-predict').count();
     const sideScore = page.locator('#starlight__sidebar a[href$="/10-1/04-single-stage/"] .kiq-side-progress__badge');
-    await expect.poll(() => sideScore.textContent()).toBe('0/1');
+    await expect.poll(() => sideScore.textContent()).toBe(`0/${total}`);
     await page.reload();
-    await expect.poll(() => sideScore.textContent()).toBe('0/1');
+    await expect.poll(() => sideScore.textContent()).toBe(`0/${total}`);
     expect(await page.locator('#starlight__sidebar a[href$="/10-1/05-multi-stage/"] .kiq-side-progress').count()).toBe(0);
     await page.goto(`${baseUrl}/`);
     const badge = page.locator('tr[data-lesson="10-1/04-single-stage"] .kiq-progress__checks');
-    await expect.poll(() => badge.textContent()).toBe('0/1 checks');
+    await expect.poll(() => badge.textContent()).toBe(`0/${total} checks`);
+    // The final quiz scores the same way, and reads "final quiz: right/total" in both places.
+    await page.goto(`${baseUrl}/10-1/95-final-quiz/`);
+    const quiz = page.locator('kiq-predict').first();
+    await expect.poll(() => quiz.getAttribute('data-enhanced')).toBe('true');
+    const questions = await page.locator('kiq-predict').count();
+    await quiz.locator(`.kiq-predict__choice[data-index="${await quiz.getAttribute('data-answer')}"]`).click();
+    const quizSide = page.locator('#starlight__sidebar a[href$="/10-1/95-final-quiz/"] .kiq-side-progress__badge');
+    await expect.poll(() => quizSide.textContent()).toBe(`final quiz: 1/${questions}`);
+    await page.goto(`${baseUrl}/`);
+    await expect.poll(() => page.locator('tr[data-lesson="10-1/95-final-quiz"] .kiq-progress__checks').textContent()).toBe(`final quiz: 1/${questions}`);
     await page.close();
   }, 120_000);
 

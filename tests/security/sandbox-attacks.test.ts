@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { isKafkaAt } from '../../lab-server/broker/broker-process.ts';
+import { isKafkaAt } from '../../lab-server/broker/probes.ts';
 import { STATE_DIR } from '../../lab-server/core/paths.ts';
 import { probeSandbox } from '../../lab-server/runner/program/sandbox/bubblewrap.ts';
 import { startCourseServer, type CourseServer } from '../support/course-server.ts';

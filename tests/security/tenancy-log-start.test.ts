@@ -12,7 +12,7 @@ import { LABS_DIR } from '../../lab-server/core/paths.ts';
 import { partitionOffsets } from '../../lab-server/kafka/inspect.ts';
 import { loadLab } from '../../lab-server/labs/load-lab.ts';
 import { createAttempt } from '../../lab-server/runner/attempt.ts';
-import { checkOutputLogIntact } from '../../lab-server/runner/checkers/log-start.ts';
+import { checkOutputLogIntact } from '../../lab-server/runner/checkers/output-log-intact.ts';
 import { testKafka } from '../support/kafka.ts';
 import { namespace } from './tenancy-support.ts';
 

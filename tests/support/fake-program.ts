@@ -96,7 +96,7 @@ export class FakeDriver implements ProgramDriver {
 
   async armAndWrite(ctx: DriverContext, slot: Slot, fault: PlannedFault, action: ArmAction, wave: SeedTransaction[]) {
     this.armed.push({ instance: slot.current.id, action, ...(fault.crashPoint ? { point: fault.crashPoint } : {}) });
-    await ctx.writeWave(wave);
+    await ctx.input.writeWave(wave);
     const event: AimedHit | null =
       this.hit && fault.crashPoint ? { t: 'hit', point: fault.crashPoint, action, txnOpen: this.hit.txnOpen, ...(fault.topic ? { aimedAt: fault.topic } : {}) } : null;
     return { instance: slot.current, event };

@@ -1,11 +1,12 @@
 /**
  * keeps-up: a liveness check. Fails when the program stopped making progress for longer than the
- * bound while input was waiting and nothing held it back (see scenarios/stall-watch.ts), with the
+ * bound while input was waiting and nothing held it back (see pipeline/stall-watch.ts), with the
  * evidence a learner needs to find the wedge: when, how much input waited, the last call each
  * instance made and what it printed. A pure function of what the watch recorded.
  */
 import type { CheckResult } from '../../../src/shared/report.ts';
 import type { Stall } from '../pipeline/stall-watch.ts';
+import type { Checker } from './contract.ts';
 import { capEvidence } from './evidence.ts';
 
 const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
@@ -33,3 +34,9 @@ export function checkKeepsUp(stalls: readonly Stall[], boundMs: number, longestM
     evidence: capEvidence(evidence),
   };
 }
+
+export const keepsUp: Checker = (collected, history) => {
+  if (!collected.pipeline) return null;
+  const { stalls, boundMs, longestMs, longestEndMs } = history.stalls;
+  return checkKeepsUp(stalls, boundMs, longestMs, longestEndMs);
+};

@@ -14,6 +14,7 @@ import type { ApiSpec } from '../../../src/shared/lab.ts';
 import type { CheckResult } from '../../../src/shared/report.ts';
 import type { ApiEffect } from '../../api/contract.ts';
 import type { SeededRecord } from '../seeder.ts';
+import type { Checker } from './contract.ts';
 import { capEvidence } from './evidence.ts';
 
 export const SAGA_STEPS = ['reserve', 'charge', 'release'] as const;
@@ -82,3 +83,9 @@ export function checkSagaOutcome(input: SagaOutcomeInput): CheckResult {
     evidence: capEvidence(wrong),
   };
 }
+
+export const sagaOutcome: Checker = (collected) => {
+  const pipeline = collected.pipeline;
+  if (!pipeline?.api || pipeline.api.spec.service !== 'saga') return null;
+  return checkSagaOutcome({ api: pipeline.api.spec, effects: pipeline.api.effects, inputs: pipeline.inputs });
+};

@@ -1,5 +1,5 @@
 /**
- * The driver of our compiled bundle: the kafkajs wrapper (runner/child) reports each call over
+ * The driver of our compiled bundle: the kafkajs wrapper (runner/program/child) reports each call over
  * IPC, says whether a transaction is open, and holds at an armed crash point.
  */
 import { setTimeout as sleep } from 'node:timers/promises';

@@ -9,6 +9,7 @@ import type { Producer, Transaction } from 'kafkajs';
 import type { MonitorSpec } from '../../../src/shared/lab.ts';
 import type { FaultRecord } from '../../../src/shared/report.ts';
 import { describeError } from '../../../src/shared/errors.ts';
+import { bestEffort } from '../../core/best-effort.ts';
 import type { OffsetsProbe } from '../../kafka/inspect.ts';
 import type { LookAlike } from '../checkers/monitor-alerts.ts';
 import type { AttemptLifecycle } from '../lifecycle.ts';
@@ -38,6 +39,12 @@ export interface Cycle {
   other: Tracked;
   slow: Tracked;
   hangs: Tracked[];
+}
+
+/** How the grader's attempt to end one of its transactions went; `ended` false: it may still be open. */
+export interface Ending {
+  ended: boolean;
+  note: string;
 }
 
 export interface Incident extends Tracked {
@@ -111,6 +118,8 @@ export class MonitorCast {
           });
           await txn.commit();
         } catch (err) {
+          // The send's or commit's error is the one counted; an abort that fails too leaves the
+          // transaction to the coordinator, which aborts it after its 30 s timeout.
           await txn.abort().catch(() => {});
           throw err;
         }
@@ -144,11 +153,17 @@ export class MonitorCast {
     t.offset = meta ? Number(meta.baseOffset) : null;
   }
 
-  private async commit(t: Tracked): Promise<void> {
-    if (!t.txn || t.endedAtMs !== null) return;
+  /** Commits t's open transaction: true once committed, false when it had already ended; a failed commit throws. */
+  private async commit(t: Tracked): Promise<boolean> {
+    if (!t.txn || t.endedAtMs !== null) return false;
     await t.txn.commit();
     t.endedAtMs = this.attempt.elapsed();
-    await t.producer.disconnect().catch(() => {});
+    await this.disconnectProducer(t.producer);
+    return true;
+  }
+
+  private disconnectProducer(producer: Producer): Promise<void> {
+    return bestEffort('disconnect a producer of the monitor lab', () => producer.disconnect());
   }
 
   /**
@@ -156,27 +171,35 @@ export class MonitorCast {
    * registers it again (InitProducerId), and the coordinator bumps the epoch and aborts what the old
    * one left open. If that fails, the old producer aborts it itself.
    */
-  private async fence(t: Tracked): Promise<string> {
-    if (!t.txn || t.endedAtMs !== null) return 'already ended';
+  private async fence(t: Tracked): Promise<Ending> {
+    if (!t.txn || t.endedAtMs !== null) return { ended: false, note: 'it had already ended' };
     let fencer: Producer | null = null;
     try {
       fencer = await this.producer(t.transactionalId);
       const txn = await fencer.transaction();
       await txn.abort();
       t.endedAtMs = this.attempt.elapsed();
-      return 'fenced: a new producer registered the same transactional id, and the coordinator aborted the open transaction';
-    } catch (err) {
-      await t.txn.abort().catch(() => {});
-      t.endedAtMs = this.attempt.elapsed();
-      return `aborted by its producer (fencing failed: ${describeError(err)})`;
+      return { ended: true, note: 'fenced: a new producer registered the same transactional id, and the coordinator aborted the open transaction' };
+    } catch (fenceErr) {
+      try {
+        await t.txn.abort();
+        t.endedAtMs = this.attempt.elapsed();
+        return { ended: true, note: `aborted by its producer (fencing failed: ${describeError(fenceErr)})` };
+      } catch (abortErr) {
+        // endedAtMs stays null: the checker then treats it as open to the end, so no alert about it is called stale.
+        return {
+          ended: false,
+          note: `not ended: fencing failed (${describeError(fenceErr)}) and so did its producer's abort (${describeError(abortErr)}); its transaction timeout (${GRADER_TXN_TIMEOUT_MS / 1000} s) aborts it`,
+        };
+      }
     } finally {
-      await Promise.all([fencer?.disconnect(), t.producer.disconnect()].map((p) => p?.catch(() => {})));
+      await Promise.all([fencer, t.producer].map((p) => p && this.disconnectProducer(p)));
     }
   }
 
   /** Every transaction the grader still holds open is ended (the run is over). */
   async endOpen(): Promise<void> {
-    await Promise.all(this.tracked.filter((t) => t.txn && t.endedAtMs === null).map((t) => this.fence(t).catch(() => '')));
+    await Promise.all(this.tracked.filter((t) => t.txn && t.endedAtMs === null).map((t) => this.fence(t)));
   }
 
   /** One measurement of the watched topic: HWM - LSO per partition, credited to whichever of our transactions holds that LSO. */
@@ -260,8 +283,15 @@ export class MonitorCast {
     );
     const idleDone = (async () => {
       await attempt.sleepUnlessStopped(idleOpenMs - (attempt.elapsed() - idle.openedAtMs!));
-      await this.commit(idle).catch(() => {});
-      attempt.history.mark('commit', 'grader', `${idle.transactionalId}: long transaction on a quiet partition committed`);
+      try {
+        if (await this.commit(idle)) attempt.history.mark('commit', 'grader', `${idle.transactionalId}: long transaction on a quiet partition committed`);
+      } catch (err) {
+        // Not committed: ended the way a hanging one is, and the timeline says which way it ended.
+        const ending = await this.fence(idle);
+        const note = `${idle.transactionalId}: the long transaction's commit failed (${describeError(err)}); ${ending.note}`;
+        if (ending.ended) attempt.history.mark('abort', 'grader', note);
+        attempt.sink.system(`grader: ${note}`);
+      }
     })();
 
     // A slow but healthy transaction: blocks a busy partition past the threshold, commits in time.
@@ -271,13 +301,15 @@ export class MonitorCast {
       const latest = slow.openedAtMs! + (hangSeconds - 1.3) * 1000;
       const earliest = slow.openedAtMs! + Math.min(2_000, (hangSeconds - 1.3) * 1000);
       while (attempt.elapsed() < latest && !attempt.stopping && !(attempt.elapsed() >= earliest && slow.maxLag >= 2 * blockedLagThreshold)) await sleep(100);
-      await this.commit(slow);
-      const slowSecs = ((slow.endedAtMs! - slow.openedAtMs!) / 1000).toFixed(1);
-      this.lookAlikes.push({ transactionalId: slow.transactionalId, why: `a slow but healthy transaction: it committed after ${slowSecs} s, before HANG_SECONDS (${hangSeconds})` });
-      attempt.history.mark('commit', 'grader', `${slow.transactionalId}: slow transaction on partition ${slow.partition} committed after ${slowSecs} s (blocked lag up to ${slow.maxLag})`);
-      attempt.sink.system(
-        `grader: ${slow.transactionalId} held partition ${slow.partition} for ${slowSecs} s (blocked lag up to ${slow.maxLag}), then committed: a slow transaction, not a hanging one`,
-      );
+      // A failed commit ends the play (the grade cannot judge a slow transaction that never committed).
+      if (await this.commit(slow)) {
+        const slowSecs = ((slow.endedAtMs! - slow.openedAtMs!) / 1000).toFixed(1);
+        this.lookAlikes.push({ transactionalId: slow.transactionalId, why: `a slow but healthy transaction: it committed after ${slowSecs} s, before HANG_SECONDS (${hangSeconds})` });
+        attempt.history.mark('commit', 'grader', `${slow.transactionalId}: slow transaction on partition ${slow.partition} committed after ${slowSecs} s (blocked lag up to ${slow.maxLag})`);
+        attempt.sink.system(
+          `grader: ${slow.transactionalId} held partition ${slow.partition} for ${slowSecs} s (blocked lag up to ${slow.maxLag}), then committed: a slow transaction, not a hanging one`,
+        );
+      }
     }
 
     for (const incident of cycle.hangs) {
@@ -286,8 +318,10 @@ export class MonitorCast {
     }
     await idleDone;
     if (!attempt.stopping) {
-      const note = await this.fence(other);
-      attempt.history.mark('abort', 'grader', `${other.transactionalId} (other team's topic): ${note}`);
+      const ending = await this.fence(other);
+      const note = `${other.transactionalId} (other team's topic): ${ending.note}`;
+      if (ending.ended) attempt.history.mark('abort', 'grader', note);
+      else attempt.sink.system(`grader: ${note}`);
     }
   }
 
@@ -334,9 +368,9 @@ export class MonitorCast {
     }
     this.settleDueTimes(incident);
     if (incident.lagAtQualify === null) incident.lagAtQualify = incident.maxLag;
-    const note = await this.fence(incident);
-    attempt.history.mark('abort', 'grader', `${id}: ${note}`);
-    attempt.sink.system(`grader: ${id} ${note} (blocked lag had reached ${incident.maxLag})`);
+    const ending = await this.fence(incident);
+    if (ending.ended) attempt.history.mark('abort', 'grader', `${id}: ${ending.note}`);
+    attempt.sink.system(`grader: ${id} ${ending.note} (blocked lag had reached ${incident.maxLag})`);
   }
 
   /**
@@ -352,14 +386,22 @@ export class MonitorCast {
     incident.deadlineMs = incident.qualifiesAtMs + this.spec.reportWithinSeconds * 1000;
   }
 
-  /** Stops the workload, aborts whatever is still open (a Run stopped mid-cycle) with its own producer, quickly, and disconnects. */
+  /** Stops the workload and aborts whatever is still open (a Run stopped mid-cycle) with its own producer, quickly. */
   async close(): Promise<void> {
     this.workload.stop = true;
     await Promise.all(this.workload.loops.splice(0));
-    await Promise.all(this.tracked.filter((t) => t.txn && t.endedAtMs === null).map((t) => t.txn!.abort().then(() => (t.endedAtMs = this.attempt.elapsed())).catch(() => {})));
+    const open = this.tracked.filter((t) => t.txn && t.endedAtMs === null);
+    await Promise.all(
+      open.map((t) =>
+        bestEffort(`abort the grader's transaction ${t.transactionalId}`, async () => {
+          await t.txn!.abort();
+          t.endedAtMs = this.attempt.elapsed();
+        }),
+      ),
+    );
   }
 
   async disconnect(): Promise<void> {
-    await Promise.all(this.producers.map((p) => p.disconnect().catch(() => {})));
+    await Promise.all(this.producers.map((p) => this.disconnectProducer(p)));
   }
 }

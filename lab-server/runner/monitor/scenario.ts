@@ -14,9 +14,9 @@
  *  3. one hanging transaction per 'hanging-transaction' fault: a record sent on a busy partition,
  *     never committed; the workload piles up behind it. The grader waits for an alert (at most
  *     reportWithinSeconds after it is due), then fences it: a new producer with the same
- *     transactional id (InitProducerId) makes the coordinator abort it (monitor-cast.ts);
+ *     transactional id (InitProducerId) makes the coordinator abort it (cast.ts);
  *  4. everything stops and checkers/monitor-alerts.ts judges the alerts.
- * The grader reads the alerts and the coordinator's log live (monitor-watch.ts), for the timeline
+ * The grader reads the alerts and the coordinator's log live (watch.ts), for the timeline
  * and the evidence.
  */
 import type { MonitorLab, MonitorSpec } from '../../../src/shared/lab.ts';
@@ -26,7 +26,10 @@ import { OffsetsProbe } from '../../kafka/inspect.ts';
 import { TRANSACTION_STATE_TOPIC } from '../../kafka/transaction-log.ts';
 import { createTopics } from '../../kafka/topics.ts';
 import { DEFAULTS_ENV } from '../program/child/protocol.ts';
-import { checkMonitorAlerts, type AlertSeen, type HangIncident } from '../checkers/monitor-alerts.ts';
+import type { Collected, GradeHistory } from '../checkers/contract.ts';
+import { runCheckers } from '../checkers/index.ts';
+import type { AlertSeen, HangIncident } from '../checkers/monitor-alerts.ts';
+import { monitorJudgement } from '../checkers/monitor-findings.ts';
 import type { ManualFault } from '../contract.ts';
 import { randomSeed, seededRandom } from '../fault-plan.ts';
 import type { AttemptLifecycle, Outcome, ProgressFigures, Scenario } from '../lifecycle.ts';
@@ -247,23 +250,28 @@ export class MonitorScenario implements Scenario {
   async collect(): Promise<Outcome> {
     const { cast, spec } = this;
     const { hangSeconds, blockedLagThreshold, reportWithinSeconds } = spec;
-    const judged = checkMonitorAlerts({
-      watchTopic: cast.watchTopic,
-      threshold: blockedLagThreshold,
-      hangSeconds,
-      reportWithinSeconds,
-      incidents: cast.incidents.map((i) => this.toHangIncident(i)),
-      lookAlikes: cast.lookAlikes,
-      alerts: this.watch.alerts,
-      quietSummary: this.quietSummary(),
-    });
+    const collected: Collected = {
+      pipeline: null,
+      monitor: {
+        watchTopic: cast.watchTopic,
+        threshold: blockedLagThreshold,
+        hangSeconds,
+        reportWithinSeconds,
+        incidents: cast.incidents.map((i) => this.toHangIncident(i)),
+        lookAlikes: cast.lookAlikes,
+        alerts: this.watch.alerts,
+        quietSummary: this.quietSummary(),
+      },
+    };
+    const history: GradeHistory = { namespace: this.attempt.namespace, startedAt: this.attempt.startedAt, faults: this.attempt.history.faults, stalls: { stalls: [], boundMs: 0, longestMs: 0 }, transactions: null };
+    const judged = monitorJudgement(collected, history)!;
     const notCreated = cast.incidents.filter((i) => !this.created(i));
     const missingIncidents = this.incidentsPlanned - cast.incidents.length;
     const setUpFailed = notCreated.length > 0 || missingIncidents > 0;
     const why = notCreated.map((i) => `#${i.n} ${i.problem ?? `its blocked lag reached only ${i.lagAtQualify ?? 0} (threshold ${blockedLagThreshold})`}`);
     const delays = [...judged.reported].map(([n, a]) => (a.atMs - cast.incidents.find((i) => i.n === n)!.qualifiesAtMs) / 1000);
     return {
-      checks: [...judged.checks.values()],
+      checks: runCheckers(this.lab.checks, collected, history),
       outputs: this.watch.alerts.length,
       abortedRecords: 0,
       verdict: () => ({

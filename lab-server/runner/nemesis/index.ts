@@ -3,7 +3,7 @@
  * handler here and one schema entry (src/shared/report.ts FAULT_KINDS). The planned faults of a
  * pipeline grade come through injectFault; the workbench's manual faults through manual.ts, which
  * shares the handlers' primitives. 'hanging-transaction' is the monitor scenario's own: the grader
- * plays it as a producer of its own (scenarios/monitor-cast.ts), not on the program.
+ * plays it as a producer of its own (monitor/cast.ts), not on the program.
  */
 import type { FaultKind } from '../../../src/shared/report.ts';
 import type { PlannedFault } from '../fault-plan.ts';

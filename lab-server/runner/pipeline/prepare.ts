@@ -6,7 +6,7 @@ import { describeError } from '../../../src/shared/errors.ts';
 import { labApi } from '../../api/lab-api.ts';
 import { waitForBrokers } from '../../kafka/group-wait.ts';
 import { createTopics } from '../../kafka/topics.ts';
-import { TransactionTimeoutWatch } from '../checkers/transaction-timeouts.ts';
+import { TransactionTimeoutWatch } from '../collect/transaction-log-watch.ts';
 import { AttemptDatabase } from '../database-attempt.ts';
 import { Supervisor, supervisorPolicy } from '../program/supervisor.ts';
 import type { PipelineState, Prepared } from './state.ts';

@@ -6,7 +6,7 @@
 import type { PipelineLab } from '../../../src/shared/lab.ts';
 import type { CrashPoint } from '../../../src/shared/report.ts';
 import type { ApiNamespace } from '../../api/lab-api.ts';
-import type { TransactionTimeoutWatch } from '../checkers/transaction-timeouts.ts';
+import type { TransactionTimeoutWatch } from '../collect/transaction-log-watch.ts';
 import type { AttemptDatabase } from '../database-attempt.ts';
 import type { AttemptLifecycle } from '../lifecycle.ts';
 import type { NemesisContext } from '../nemesis/context.ts';

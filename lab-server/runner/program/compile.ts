@@ -7,87 +7,121 @@ import type { Diagnostic } from '../../../src/shared/messages.ts';
 import { describeError, KafkaIqError } from '../../../src/shared/errors.ts';
 import { ROOT_DIR, STATE_DIR } from '../../core/paths.ts';
 
-const SHIM = path.join(ROOT_DIR, 'lab-server/runner/program/child/kafkajs-shim.ts');
+const CHILD_DIR = path.join(ROOT_DIR, 'lab-server/runner/program/child');
 const RUNTIME_DIR = path.join(STATE_DIR, 'runtime');
 const REQUIRE_BANNER =
   "import { createRequire as __kiqRequire } from 'node:module'; const require = __kiqRequire(import.meta.url);";
+const nodeModule = (file: string) => path.join(ROOT_DIR, 'node_modules', file);
 
-let runtimeBuild: Promise<string> | null = null;
+/**
+ * The sources of a runtime that bundles the whole wrapper: every module of it (child/*.ts), the
+ * package's version, and the patches patch-package applies to it on install (patches/, the files
+ * starting with `patchPrefix`). A change to any of them builds a new bundle.
+ */
+function wrapperAndPackage(pkg: string, patchPrefix: string): () => string[] {
+  return () => {
+    const wrapper = fs.readdirSync(CHILD_DIR).filter((f) => f.endsWith('.ts')).sort().map((f) => path.join(CHILD_DIR, f));
+    const patchDir = path.join(ROOT_DIR, 'patches');
+    const patches = fs.existsSync(patchDir) ? fs.readdirSync(patchDir).filter((f) => f.startsWith(patchPrefix)).sort().map((f) => path.join(patchDir, f)) : [];
+    return [...wrapper, nodeModule(`${pkg}/package.json`), ...patches];
+  };
+}
+
+interface RuntimeBundle {
+  /** The bundle is `<name>-runtime-<digest>.mjs` (output-sink.ts recognises kafkajs's in stack traces). */
+  name: string;
+  /** Our wrapper: the bundle's entry point. */
+  shim: string;
+  /** The files whose content names the bundle: a change to any of them builds a new one. */
+  sources: () => string[];
+  target: string;
+  alias: Record<string, string>;
+  external?: string[];
+}
+
+const runtimeBuilds = new Map<string, Promise<string>>();
+
+/**
+ * Bundles a package and our wrapper into one ESM file, once per content of its sources; a failed
+ * build is forgotten, so the next compile tries again.
+ */
+function bundledRuntime(bundle: RuntimeBundle): Promise<string> {
+  let build = runtimeBuilds.get(bundle.name);
+  if (build) return build;
+  build = (async () => {
+    const digest = createHash('sha256');
+    for (const file of bundle.sources()) digest.update(fs.readFileSync(file));
+    const outfile = path.join(RUNTIME_DIR, `${bundle.name}-runtime-${digest.digest('hex').slice(0, 12)}.mjs`);
+    if (!fs.existsSync(outfile)) {
+      fs.mkdirSync(RUNTIME_DIR, { recursive: true });
+      const tmp = `${outfile}.${process.pid}.tmp`;
+      await esbuild.build({
+        entryPoints: [bundle.shim],
+        bundle: true,
+        platform: 'node',
+        format: 'esm',
+        target: bundle.target,
+        outfile: tmp,
+        alias: bundle.alias,
+        ...(bundle.external ? { external: bundle.external } : {}),
+        banner: { js: REQUIRE_BANNER },
+        logLevel: 'silent',
+      });
+      fs.renameSync(tmp, outfile);
+    }
+    return outfile;
+  })();
+  runtimeBuilds.set(bundle.name, build);
+  build.catch(() => runtimeBuilds.delete(bundle.name)); // the compile that awaits it reports the failure
+  return build;
+}
 
 /**
  * kafkajs plus our wrapper, bundled once into one ESM file that every learner program imports.
  * Compiling a learner program then only bundles the learner's own code (a few ms), which keeps
  * "click Run -> first output line" short.
  */
-export function kafkajsRuntime(): Promise<string> {
-  runtimeBuild ??= (async () => {
-    // Every module of the wrapper (child/*.ts), so a change to any of them rebuilds the runtime.
-    const childDir = path.dirname(SHIM);
-    const childSources = fs.readdirSync(childDir).filter((f) => f.endsWith('.ts')).sort().map((f) => path.join(childDir, f));
-    // kafkajs's version, and the patch patch-package applies to it on install (patches/).
-    const patchDir = path.join(ROOT_DIR, 'patches');
-    const patches = fs.existsSync(patchDir) ? fs.readdirSync(patchDir).filter((f) => f.startsWith('kafkajs+')).sort().map((f) => path.join(patchDir, f)) : [];
-    const sources = [...childSources, path.join(ROOT_DIR, 'node_modules/kafkajs/package.json'), ...patches];
-    const digest = createHash('sha256');
-    for (const file of sources) digest.update(fs.readFileSync(file));
-    const outfile = path.join(RUNTIME_DIR, `kafkajs-runtime-${digest.digest('hex').slice(0, 12)}.mjs`);
-    if (!fs.existsSync(outfile)) {
-      fs.mkdirSync(RUNTIME_DIR, { recursive: true });
-      const tmp = `${outfile}.${process.pid}.tmp`;
-      await esbuild.build({
-        entryPoints: [SHIM],
-        bundle: true,
-        platform: 'node',
-        format: 'esm',
-        target: 'node20',
-        outfile: tmp,
-        alias: { 'kafkajs-real': path.join(ROOT_DIR, 'node_modules/kafkajs/index.js') },
-        banner: { js: REQUIRE_BANNER },
-        logLevel: 'silent',
-      });
-      fs.renameSync(tmp, outfile);
-    }
-    return outfile;
-  })();
-  return runtimeBuild;
-}
-
-const PG_SHIM = path.join(ROOT_DIR, 'lab-server/runner/program/child/pg-shim.ts');
-let pgRuntimeBuild: Promise<string> | null = null;
+export const kafkajsRuntime = (): Promise<string> =>
+  bundledRuntime({
+    name: 'kafkajs',
+    shim: path.join(CHILD_DIR, 'kafkajs-shim.ts'),
+    sources: wrapperAndPackage('kafkajs', 'kafkajs+'),
+    target: 'node20',
+    alias: { 'kafkajs-real': nodeModule('kafkajs/index.js') },
+  });
 
 /**
  * pg (node-postgres) plus our wrapper (SQL crash points), bundled once like the kafkajs runtime.
  * Built only when a program imports 'pg'. pg's optional native binding and Cloudflare socket are
  * left out: a program that asks for pg.native gets pg's own "not installed" answer.
  */
-export function pgRuntime(): Promise<string> {
-  pgRuntimeBuild ??= (async () => {
-    const sources = [PG_SHIM, path.join(ROOT_DIR, 'lab-server/runner/program/child/protocol.ts'), path.join(ROOT_DIR, 'lab-server/runner/program/child/channel.ts'), path.join(ROOT_DIR, 'node_modules/pg/package.json')];
-    const digest = createHash('sha256');
-    for (const file of sources) digest.update(fs.readFileSync(file));
-    const outfile = path.join(RUNTIME_DIR, `pg-runtime-${digest.digest('hex').slice(0, 12)}.mjs`);
-    if (!fs.existsSync(outfile)) {
-      fs.mkdirSync(RUNTIME_DIR, { recursive: true });
-      const tmp = `${outfile}.${process.pid}.tmp`;
-      await esbuild.build({
-        entryPoints: [PG_SHIM],
-        bundle: true,
-        platform: 'node',
-        format: 'esm',
-        target: 'node20',
-        outfile: tmp,
-        alias: { 'pg-real': path.join(ROOT_DIR, 'node_modules/pg/lib/index.js') },
-        external: ['pg-native', 'pg-cloudflare', 'cloudflare:sockets'],
-        banner: { js: REQUIRE_BANNER },
-        logLevel: 'silent',
-      });
-      fs.renameSync(tmp, outfile);
-    }
-    return outfile;
-  })();
-  pgRuntimeBuild.catch(() => (pgRuntimeBuild = null));
-  return pgRuntimeBuild;
-}
+export const pgRuntime = (): Promise<string> =>
+  bundledRuntime({
+    name: 'pg',
+    shim: path.join(CHILD_DIR, 'pg-shim.ts'),
+    sources: () => ['pg-shim.ts', 'protocol.ts', 'channel.ts'].map((f) => path.join(CHILD_DIR, f)).concat(nodeModule('pg/package.json')),
+    target: 'node20',
+    alias: { 'pg-real': nodeModule('pg/lib/index.js') },
+    external: ['pg-native', 'pg-cloudflare', 'cloudflare:sockets'],
+  });
+
+/**
+ * @platformatic/kafka plus our wrapper (the same crash points as kafkajs's), bundled once like the
+ * kafkajs runtime; built only when a program imports '@platformatic/kafka'. Its WebAssembly helpers
+ * come from their self-contained build (no .wasm file to read at run time); its optional native
+ * CRC32C is looked up at run time, not bundled, and the pure fallback is used when it is out of reach.
+ */
+export const platformaticRuntime = (): Promise<string> =>
+  bundledRuntime({
+    name: 'platformatic',
+    shim: path.join(CHILD_DIR, 'platformatic-shim.ts'),
+    sources: wrapperAndPackage('@platformatic/kafka', '@platformatic+kafka+'),
+    target: 'node22',
+    alias: {
+      'platformatic-real': nodeModule('@platformatic/kafka/dist/index.js'),
+      '@platformatic/wasm-utils': nodeModule('@platformatic/wasm-utils/dist/bundled.js'),
+    },
+  });
 
 /** Bare package names a learner program may import; everything else must be a `node:` builtin. */
 export const ALLOWED_PACKAGES = ['kafkajs', 'pg', '@platformatic/kafka'] as const;
@@ -105,50 +139,6 @@ const RUNTIME_OF: Record<AllowedPackage, () => Promise<string>> = {
   pg: pgRuntime,
   '@platformatic/kafka': platformaticRuntime,
 };
-
-const PLATFORMATIC_SHIM = path.join(ROOT_DIR, 'lab-server/runner/program/child/platformatic-shim.ts');
-let platformaticRuntimeBuild: Promise<string> | null = null;
-
-/**
- * @platformatic/kafka plus our wrapper (the same crash points as kafkajs's), bundled once like the
- * kafkajs runtime; built only when a program imports '@platformatic/kafka'. Its WebAssembly helpers
- * come from their self-contained build (no .wasm file to read at run time); its optional native
- * CRC32C is looked up at run time, not bundled, and the pure fallback is used when it is out of reach.
- */
-export function platformaticRuntime(): Promise<string> {
-  platformaticRuntimeBuild ??= (async () => {
-    const childDir = path.dirname(PLATFORMATIC_SHIM);
-    const childSources = fs.readdirSync(childDir).filter((f) => f.endsWith('.ts')).sort().map((f) => path.join(childDir, f));
-    const patchDir = path.join(ROOT_DIR, 'patches');
-    const patches = fs.existsSync(patchDir) ? fs.readdirSync(patchDir).filter((f) => f.startsWith('@platformatic+kafka+')).sort().map((f) => path.join(patchDir, f)) : [];
-    const sources = [...childSources, path.join(ROOT_DIR, 'node_modules/@platformatic/kafka/package.json'), ...patches];
-    const digest = createHash('sha256');
-    for (const file of sources) digest.update(fs.readFileSync(file));
-    const outfile = path.join(RUNTIME_DIR, `platformatic-runtime-${digest.digest('hex').slice(0, 12)}.mjs`);
-    if (!fs.existsSync(outfile)) {
-      fs.mkdirSync(RUNTIME_DIR, { recursive: true });
-      const tmp = `${outfile}.${process.pid}.tmp`;
-      await esbuild.build({
-        entryPoints: [PLATFORMATIC_SHIM],
-        bundle: true,
-        platform: 'node',
-        format: 'esm',
-        target: 'node22',
-        outfile: tmp,
-        alias: {
-          'platformatic-real': path.join(ROOT_DIR, 'node_modules/@platformatic/kafka/dist/index.js'),
-          '@platformatic/wasm-utils': path.join(ROOT_DIR, 'node_modules/@platformatic/wasm-utils/dist/bundled.js'),
-        },
-        banner: { js: REQUIRE_BANNER },
-        logLevel: 'silent',
-      });
-      fs.renameSync(tmp, outfile);
-    }
-    return outfile;
-  })();
-  platformaticRuntimeBuild.catch(() => (platformaticRuntimeBuild = null));
-  return platformaticRuntimeBuild;
-}
 
 export interface CompiledProgram {
   file: string;

@@ -1,9 +1,3 @@
-/**
- * Splits a byte stream from a learner program into lines without ever holding more than one
- * bounded line: a longer line is cut (and the rest of it dropped, with a mark), and past a total
- * the stream is only drained. readline's unbounded buffer let one line without a newline grow the
- * server's memory until V8 gave up.
- */
 export interface LineLimits {
   /** Longest line kept, in bytes; the rest of a longer line is dropped. */
   maxLineBytes: number;
@@ -13,6 +7,11 @@ export interface LineLimits {
 
 export const DEFAULT_LINE_LIMITS: LineLimits = { maxLineBytes: 16 * 1024, maxTotalBytes: 64 * 1024 * 1024 };
 
+/**
+ * Splits a byte stream from a learner program into lines without ever holding more than one
+ * bounded line: a longer line is cut (and the rest of it dropped, with a mark), and past a total
+ * the stream is only drained, so one line without a newline cannot grow the server's memory.
+ */
 export class BoundedLineSplitter {
   private readonly buffer: Buffer;
   private used = 0;

@@ -119,6 +119,7 @@ export class ProgramInstance extends EventEmitter<{
         else done();
       });
     });
+    // 'exit' above reports the end; an unheard 'error' (a failed kill, say) would crash the server.
     this.child.once('error', () => {});
     this.child.once('spawn', () => {
       if (this.state === 'starting') this.state = 'running';
@@ -138,6 +139,7 @@ export class ProgramInstance extends EventEmitter<{
         const event = parseEvent(line);
         if (event) this.emit('event', event);
       }, CHANNEL_LIMITS);
+      // A reset channel is a program that died: its events end there, and 'exit' says why.
       channel.on('data', (chunk: Buffer) => splitter.push(chunk)).on('error', () => {});
     }
     if (source.kind === 'command' && this.child.pid) watchGroup(this.child.pid);
@@ -207,6 +209,7 @@ function watchGroup(pgid: number): void {
   if (process.platform === 'win32') return;
   const script = `while kill -0 ${process.pid} 2>/dev/null && kill -0 -${pgid} 2>/dev/null; do sleep 1; done; kill -KILL -${pgid} 2>/dev/null`;
   const watchdog = spawn('/bin/sh', ['-c', script], { detached: true, stdio: 'ignore' });
+  // No /bin/sh: no watchdog, and the death signal still ends the first process.
   watchdog.on('error', () => {});
   watchdog.unref();
 }

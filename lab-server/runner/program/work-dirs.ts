@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { processAlive } from '../../core/process-alive.ts';
 import { sweepStaleCgroups } from './sandbox/cgroup.ts';
 
 const OWNED = /^kafkaiq-(?:sandbox-)?(\d+)(?:-|$)/;
@@ -20,18 +21,9 @@ export function sweepStaleWorkDirs(tmp = os.tmpdir()): { dirs: number; cgroups: 
   let dirs = 0;
   for (const name of fs.readdirSync(tmp)) {
     const owner = OWNED.exec(name)?.[1];
-    if (!owner || Number(owner) === process.pid || alive(Number(owner))) continue;
+    if (!owner || Number(owner) === process.pid || processAlive(Number(owner))) continue;
     fs.rmSync(path.join(tmp, name), { recursive: true, force: true });
     dirs++;
   }
   return { dirs, cgroups: sweepStaleCgroups() };
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }

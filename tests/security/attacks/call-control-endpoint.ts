@@ -18,7 +18,7 @@ async function attempt(): Promise<string[]> {
   try {
     res = await fetch(`http://127.0.0.1:${PORT}/restart`, { method: 'POST' });
   } catch (err: any) {
-    // Not even a connection (the sandbox's network reaches only the lab's endpoints): refused too.
+    // Not even a connection (the sandbox's network reaches only the lab's endpoints): refused as well.
     refusals.push(`post: unreachable (${err.cause?.code ?? err.message})`);
     return refusals;
   }

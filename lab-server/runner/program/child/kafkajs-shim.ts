@@ -118,16 +118,15 @@ function saslFromEnv(): Any {
 
 export class Kafka extends (real.Kafka as Any) {
   constructor(config: Any) {
-    super({ logLevel: real.logLevel.WARN, ...(config?.logCreator ? {} : { logCreator: readableLogCreator }), ...defaults.client, ...saslFromEnv(), ...config });
+    // The lab's client retry settings apply field by field where the program sets none (a program's
+    // `retry: { retries: 10 }` keeps the lab's shorter backoff), as kafkajs itself merges a
+    // producer's retry over the client's. Nothing else is added: a producer without its own
+    // retry gets the client's, as it would in production.
+    const retry = defaults.client?.retry || config?.retry ? { retry: { ...(defaults.client?.retry as object), ...config?.retry } } : {};
+    super({ logLevel: real.logLevel.WARN, ...(config?.logCreator ? {} : { logCreator: readableLogCreator }), ...defaults.client, ...saslFromEnv(), ...config, ...retry });
   }
   producer(config: Any = {}) {
-    const merged = { ...defaults.producer, ...config };
-    // An idempotent producer must retry without limit (kafkajs warns otherwise); keep only the
-    // lab's shorter backoff from the client-level default.
-    if ((merged.idempotent || merged.transactionalId) && !config.retry && defaults.client?.retry) {
-      merged.retry = { ...(defaults.client.retry as object), retries: Number.MAX_SAFE_INTEGER };
-    }
-    return wrapProducer(super.producer(merged));
+    return wrapProducer(super.producer({ ...defaults.producer, ...config }));
   }
   consumer(config: Any = {}) {
     return wrapConsumer(super.consumer({ ...defaults.consumer, ...config }));

@@ -99,7 +99,10 @@ function wrapTransaction(txn: Any): Any {
 
 export class Producer extends (real.Producer as Any) {
   constructor(options: Any = {}) {
-    super({ ...clientDefaults(), ...options });
+    // An idempotent producer that sets no retries gets this client's own default (unlimited), as
+    // in production: the lab's retry count is not applied to it.
+    const { retries, ...rest } = clientDefaults();
+    super({ ...rest, ...(options?.idempotent || retries === undefined ? {} : { retries }), ...options });
     // A transaction's send goes through producer.send with the transaction's mark (a symbol key):
     // report it once, as the transaction's.
     instrument(this, 'send', {

@@ -9,6 +9,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { processAlive } from '../../../core/process-alive.ts';
 
 const ROOT = '/sys/fs/cgroup';
 const V1_CONTROLLERS = ['memory', 'pids', 'cpu', 'freezer'] as const;
@@ -145,7 +146,7 @@ export function sweepStaleCgroups(): number {
       continue; // no groups of ours here
     }
     for (const server of servers) {
-      if (!/^\d+$/.test(server) || Number(server) === process.pid || alive(Number(server))) continue;
+      if (!/^\d+$/.test(server) || Number(server) === process.pid || processAlive(Number(server))) continue;
       removed += removeTree(path.join(base, server));
     }
   }
@@ -154,7 +155,7 @@ export function sweepStaleCgroups(): number {
   try {
     for (const name of fs.readdirSync(cpuRoot)) {
       const owner = /^kafkaiq-(\d+)-/.exec(name)?.[1];
-      if (owner && Number(owner) !== process.pid && !alive(Number(owner))) removed += removeTree(path.join(cpuRoot, name));
+      if (owner && Number(owner) !== process.pid && !processAlive(Number(owner))) removed += removeTree(path.join(cpuRoot, name));
     }
   } catch {
     // no v1 cpu hierarchy here
@@ -223,14 +224,5 @@ function rmdirQuietly(dir: string): boolean {
   } catch {
     // Busy (processes left, another instance of the attempt) or already removed.
     return false;
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

@@ -57,9 +57,3 @@ export function sandboxStartCheck(host: string): { warning: string | null; summa
   const warning = `Programs run UNSANDBOXED (${p.reason}): fine for you alone on this machine, never for a class.`;
   return { warning, summary: warning };
 }
-
-/** For the workbench: null when sandboxed, else the one line to show. */
-export function unsandboxedNotice(): string | null {
-  const p = sandboxPolicy();
-  return p.sandboxed ? null : `Programs run unsandboxed on this server (${p.reason}).`;
-}

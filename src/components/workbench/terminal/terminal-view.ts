@@ -34,6 +34,8 @@ export interface TerminalView {
   /** Lines the workbench itself prints (tables, notes); they may carry ANSI colour. */
   print(lines: readonly string[]): void;
   clear(): void;
+  /** Its width in character columns, for text that wraps itself (the report). */
+  columns(): number;
   setTheme(theme: ThemeName): void;
   focus(): void;
   /** Everything in the scrollback as plain text (colours dropped): for copying and for tests. */
@@ -127,6 +129,7 @@ export function createTerminalView(container: HTMLElement, options: { theme: The
       terminal.clear();
       editor.reset();
     },
+    columns: () => terminal.cols,
     setTheme(theme) {
       terminal.options.theme = THEMES[theme];
     },

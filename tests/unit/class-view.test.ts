@@ -1,0 +1,99 @@
+/**
+ * The instructor's class view (/instructor): refused without the instructor token, and with it a
+ * list of learners read from the attempt store, by the display name they chose or an anonymous
+ * label, with their passed labs, attempt counts and last reports. Sessions are a test double
+ * (the view reads the store, not programs).
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openAttemptStore, type AttemptStore } from '../../lab-server/server/attempt-store.ts';
+import { instructorTokenFromEnv } from '../../lab-server/server/class-view.ts';
+import { createLabServer, type LabServer } from '../../lab-server/server/lab-server.ts';
+import { fakeReport, fakeSessionFactory } from '../support/fake-lab-session.ts';
+
+const TOKEN = 'class-view-test-token-0123456789';
+const ADA = 'session-ada-0001';
+const ANON = 'session-anon-0002';
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'kafkaiq-class-'));
+let store: AttemptStore;
+let server: LabServer;
+
+beforeAll(async () => {
+  fs.mkdirSync(path.join(tmp, 'site'));
+  store = openAttemptStore({ file: path.join(tmp, 'attempts.sqlite') });
+  store.save(ADA, fakeReport('single-stage', { verdict: 'fail', message: 'no-duplicates failed' }));
+  store.save(ADA, fakeReport('single-stage'));
+  store.save(ADA, fakeReport('copy', { quick: true }));
+  store.save(ANON, fakeReport('zombie', { verdict: 'fail' }));
+  server = await createLabServer({
+    port: 0,
+    staticDir: path.join(tmp, 'site'),
+    createSession: fakeSessionFactory().createSession,
+    store,
+    cluster: { brokers: 'localhost:9092', brokerFaults: false },
+    instructorToken: TOKEN,
+    log: () => {},
+  });
+});
+
+afterAll(async () => {
+  await server.close();
+  store.close();
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+const get = (pathname: string, headers: Record<string, string> = {}) => fetch(`${server.url}${pathname}`, { headers, redirect: 'manual' });
+
+describe('the class view', () => {
+  it('learners set (and clear) a display name through the attempts API, validated', async () => {
+    const put = (body: string) => fetch(`${server.url}/api/attempts/display-name?session=${ADA}`, { method: 'PUT', body, headers: { 'Content-Type': 'application/json' } });
+    expect((await put(JSON.stringify({ displayName: '<script>' }))).status).toBe(400);
+    expect((await put('x'.repeat(5_000))).status).toBe(413);
+    expect((await put(JSON.stringify({ displayName: 'Ada L.' }))).status).toBe(204);
+    expect((await fetch(`${server.url}/api/attempts/display-name?session=${ADA}`)).status).toBe(405);
+  });
+
+  it('refuses without the token, or with a wrong one, and shows no learner', async () => {
+    for (const response of [await get('/instructor'), await get('/instructor', { Authorization: 'Bearer wrong-token-wrong-token' }), await get('/instructor?token=nope')]) {
+      expect(response.status).toBe(401);
+      const body = await response.text();
+      expect(body).not.toContain('Ada');
+      expect(body).not.toContain('single-stage');
+    }
+  });
+
+  it('lists each learner with passed labs, attempts and last reports, never a session id', async () => {
+    const response = await get('/instructor', { Authorization: `Bearer ${TOKEN}` });
+    expect(response.status).toBe(200);
+    const html = await response.text();
+    const adaRow = html.split('<tr>').find((row) => row.includes('Ada L.'))!;
+    expect(adaRow).toBeDefined();
+    // single-stage passed in a full grade; copy passed only a quick grade, which is not a pass.
+    expect(adaRow).toMatch(/<td>single-stage<\/td><td>3<\/td>/);
+    expect(adaRow).toContain('copy: PASS (quick)');
+    expect(adaRow).toContain('single-stage: PASS');
+    const anonRow = html.split('<tr>').find((row) => row.includes('zombie: FAIL'))!;
+    expect(anonRow).toMatch(/<td>learner [0-9a-f]{8}<\/td><td><em>none yet<\/em><\/td><td>1<\/td>/);
+    expect(html).not.toContain(ADA);
+    expect(html).not.toContain(ANON);
+  });
+
+  it('turns a ?token= link into an HttpOnly cookie and a URL without the token', async () => {
+    const login = await get(`/instructor?token=${TOKEN}`);
+    expect(login.status).toBe(303);
+    expect(login.headers.get('location')).toBe('/instructor');
+    const cookie = login.headers.get('set-cookie')!;
+    expect(cookie).toMatch(/HttpOnly/);
+    expect(cookie).toMatch(/SameSite=Strict/);
+    const page = await get('/instructor', { Cookie: cookie.split(';')[0]! });
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('Ada L.');
+  });
+
+  it('is off without a token, and a short token is refused in one line', async () => {
+    expect(instructorTokenFromEnv({})).toBeUndefined();
+    expect(() => instructorTokenFromEnv({ KAFKAIQ_INSTRUCTOR_TOKEN: 'short' })).toThrow(/at least 16 printable characters.*openssl rand -hex 24/);
+  });
+});

@@ -1,0 +1,54 @@
+/**
+ * The supervisor (runner/program/supervisor.ts) with real processes (small shell commands): a
+ * program that exits on its own is restarted under the policy with a new incarnation of the same
+ * identity, an exit the grader caused is not, and nothing restarts once it winds down.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, expect, it } from 'vitest';
+import { Supervisor, supervisorPolicy, type RestartPolicy } from '../../lab-server/runner/program/supervisor.ts';
+
+const command = (cmd: string) => ({ kind: 'command' as const, command: cmd, cwd: '/tmp' });
+
+async function until(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!condition() && Date.now() < end) await sleep(20);
+}
+
+describe('Supervisor', () => {
+  it('restarts a program that exits on its own, with the same identity and the next incarnation', async () => {
+    const lines: string[] = [];
+    const starts: number[] = [];
+    const supervisor = new Supervisor(() => command("sh -c 'exit 3'"), { env: () => ({}), line: () => {}, started: (slot) => void starts.push(slot.incarnation) }, supervisorPolicy((l) => lines.push(l)));
+    supervisor.start(1);
+    await until(() => starts.length >= 3);
+    await supervisor.stopAll(500);
+    expect(starts.slice(0, 3)).toEqual([1, 2, 3]);
+    expect(supervisor.slot(1)!.current.id).toBe('i1');
+    expect(supervisor.selfExits).toBeGreaterThanOrEqual(2);
+    expect(lines[0]).toMatch(/^i1 exited on its own \(code 3\); restarting it in 0\.3 s/);
+  });
+
+  it('does not restart an exit the grader caused, nor anything after stopAll', async () => {
+    const starts: number[] = [];
+    const supervisor = new Supervisor(() => command('sleep 30'), { env: () => ({}), line: () => {}, started: (slot) => void starts.push(slot.incarnation) }, supervisorPolicy(() => {}));
+    const slot = supervisor.start(1);
+    supervisor.expectExit(slot.current);
+    await slot.current.kill();
+    supervisor.start(2);
+    await supervisor.stopAll(500);
+    await sleep(600);
+    expect(starts).toEqual([1, 1]);
+    expect(supervisor.selfExits).toBe(0);
+    expect(supervisor.live()).toEqual([]);
+  });
+
+  it('stops restarting when the policy says so (a throughput lane: at most a few restarts)', async () => {
+    const policy: RestartPolicy = () => (supervisor.restarts >= 2 ? null : { delayMs: 10 });
+    const supervisor = new Supervisor(() => command("sh -c 'exit 1'"), { env: () => ({}), line: () => {}, instanceId: () => 'lane' }, policy);
+    supervisor.start(1);
+    await until(() => !supervisor.running);
+    expect(supervisor.restarts).toBe(2);
+    expect(supervisor.slot(1)!.current.id).toBe('lane');
+    expect(supervisor.running).toBe(false);
+  });
+});
