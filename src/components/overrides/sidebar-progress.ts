@@ -3,7 +3,7 @@
  * passed, and "checks right/total" once a Predict check of it is answered. Reads the same
  * localStorage shapes as the course overview: "kafkaiq:progress" { passed: { <labId>: <ISO> } }
  * (the workbench's storage.ts) and "kafkaiq:predict" { lessons: { <lesson>: { <check>: { correct } } } }
- * (Predict.astro).
+ * (Predict.astro). The final quiz's score reads "final quiz: right/total".
  */
 
 interface LessonFacts {
@@ -11,6 +11,8 @@ interface LessonFacts {
   href: string;
   labs: string[];
   checks: number;
+  /** The module's cumulative quiz (95-final-quiz). */
+  finalQuiz?: boolean;
 }
 
 function readJson(key: string): Record<string, unknown> {
@@ -63,8 +65,13 @@ export function decorateSidebar(host: HTMLElement): void {
     const picks = Object.values(objectAt(answers, lesson.id));
     if (lesson.checks > 0 && picks.length > 0) {
       const right = picks.filter((p) => !!p && typeof p === 'object' && (p as { correct?: unknown }).correct === true).length;
+      const score = `${right}/${lesson.checks}`;
       badges.push(
-        badge(`${right}/${lesson.checks}`, right === lesson.checks ? 'complete' : 'partial', `Predict checks: ${right} right at the first try, ${picks.length} of ${lesson.checks} answered`),
+        badge(
+          lesson.finalQuiz ? `final quiz: ${score}` : score,
+          right === lesson.checks ? 'complete' : 'partial',
+          `${lesson.finalQuiz ? 'Final quiz' : 'Predict checks'}: ${right} right at the first try, ${picks.length} of ${lesson.checks} answered`,
+        ),
       );
     }
     if (!badges.length) continue;
