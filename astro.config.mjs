@@ -26,7 +26,8 @@ export default defineConfig({
 			lastUpdated: false,
 			pagination: true,
 			// The sidebar shows each lesson's labs passed and Predict score (see the override).
-			components: { Sidebar: './src/components/overrides/Sidebar.astro' },
+			// The skip links add one to each lab and its terminal (see the override).
+			components: { Sidebar: './src/components/overrides/Sidebar.astro', SkipLink: './src/components/overrides/SkipLink.astro' },
 			sidebar: [
 				{ label: 'Course overview', link: '/' },
 				{

@@ -27,7 +27,14 @@ const revokeMs: number[] = [];
 for (let i = 0; i < Number(values.grants); i++) {
   const ns = `kiq-bench-${process.pid}-${i}`;
   await admin.createTopics({ waitForLeaders: true, topics: [{ topic: `${ns}-input` }, { topic: `${ns}-output` }] });
-  const identity = await grantAttempt(kafka, cluster.brokers, { namespace: ns, writeTopics: [`${ns}-output`], expiresAtMs: Date.now() + 600_000 }, `${ns}-input`);
+  const identity = await grantAttempt(kafka, cluster.brokers, {
+    namespace: ns,
+    topics: [`${ns}-input`, `${ns}-output`],
+    writeTopics: [`${ns}-output`],
+    groups: [`${ns}-group`],
+    transactionalIds: [`${ns}-tx-1`],
+    expiresAtMs: Date.now() + 600_000,
+  });
   grantMs.push(identity.setupMs);
   const started = performance.now();
   await identity.revoke();

@@ -12,10 +12,10 @@ import { createKafka } from '../lab-server/kafka/client.ts';
 import {
   findTransactionCoordinator,
   javaStringHash,
-  TRANSACTION_STATE_TOPIC,
   transactionStatePartition,
   waitForFullIsr,
 } from '../lab-server/kafka/coordinator.ts';
+import { TRANSACTION_STATE_TOPIC } from '../lab-server/kafka/transaction-log.ts';
 import { partitionOffsets, readTopic } from '../lab-server/kafka/inspect.ts';
 import { uniqueName } from './support/kafka.ts';
 

@@ -22,7 +22,7 @@ describe('no-transaction-timeouts on the real broker', () => {
     await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
     await admin.disconnect();
     const startedAt = Date.now();
-    const watch = await TransactionTimeoutWatch.start(kafka, namespace);
+    const watch = await TransactionTimeoutWatch.start(kafka, namespace, uniqueName('grader'));
 
     // 1. A commit and an own abort: fine.
     const good = kafka.producer({ transactionalId: `${namespace}-good`, idempotent: true, maxInFlightRequests: 1, transactionTimeout: 10_000 });

@@ -34,7 +34,9 @@ export type CallOutcome =
   | 'injected-error'
   | 'answer-lost'
   | 'read'
-  | 'not-found';
+  | 'not-found'
+  /** Refused with 429: the namespace holds as many effects, keys or bytes as it may (src/shared/api-limits.ts). */
+  | 'over-limit';
 
 /** Every request the namespace answered (or gave up answering), for evidence and debugging. */
 export interface ApiCall {

@@ -13,6 +13,7 @@
  *    processed is a 409 (retry later);
  *  - a request WITHOUT a key is applied every time: the bug the labs make visible.
  * Every applied effect is recorded (key, body, time), which is what the grader counts.
+ * What one attempt may keep is bounded (src/shared/api-limits.ts): past it, 429 with Retry-After.
  *
  * The grader can also arm one fault at a time (runner/nemesis/api-faults.ts): `api-slow` (the next calls
  * are answered late), `api-error` (a 5xx, nothing applied) and `api-timeout` (the effect IS applied
@@ -24,6 +25,7 @@ import type { AddressInfo } from 'node:net';
 import { KafkaIqError } from '../../src/shared/errors.ts';
 import { send } from './http.ts';
 import { ApiNamespace } from './namespace.ts';
+import { DEFAULT_API_STATE_LIMITS, type ApiStateLimits } from '../../src/shared/api-limits.ts';
 
 export type { ApiCall, ApiEffect, ApiFaultArm, ApiFaultHit, ApiFaultKind, ApiService, CallOutcome } from './contract.ts';
 export { ApiNamespace } from './namespace.ts';
@@ -61,8 +63,8 @@ export class LabApiServer {
     return `http://127.0.0.1:${this.port}`;
   }
 
-  /** Opens an attempt's namespace; its base URL is `<origin>/a/<name>`. */
-  open(name: string): ApiNamespace {
+  /** Opens an attempt's namespace; its base URL is `<origin>/a/<name>`. Its state is bounded by `limits`. */
+  open(name: string, limits: ApiStateLimits = DEFAULT_API_STATE_LIMITS): ApiNamespace {
     if (!NAMESPACE_PATTERN.test(name)) throw new KafkaIqError('INTERNAL', `Invalid lab API namespace "${name}".`);
     if ([...this.namespaces.values()].some((ns) => ns.name === name)) throw new KafkaIqError('INTERNAL', `Lab API namespace "${name}" is already open.`);
     // The path segment is the namespace plus a secret of its own: namespaces follow a pattern
@@ -70,7 +72,7 @@ export class LabApiServer {
     const key = `${name}.${randomBytes(16).toString('base64url')}`;
     const ns = new ApiNamespace(name, `${this.origin}/a/${key}`, (closed) => {
       if (this.namespaces.get(key) === closed) this.namespaces.delete(key);
-    });
+    }, limits);
     this.namespaces.set(key, ns);
     return ns;
   }

@@ -8,8 +8,10 @@ import { canonical } from './contract.ts';
 import { ENDPOINTS, HttpError, parseBody, send, type Reply } from './http.ts';
 import { SagaParticipants, type StepResult } from './saga-service.ts';
 import { idempotencyKeySchema, paymentRequestSchema, rankingPutSchema, rankingRequestSchema } from './schemas.ts';
+import { DEFAULT_API_STATE_LIMITS, describeApiStateLimits, type ApiStateLimits } from '../../src/shared/api-limits.ts';
 
-const MAX_CALLS_KEPT = 20_000;
+/** A call's path as kept for evidence: the request line can be kilobytes long. */
+const MAX_CALL_PATH_CHARS = 512;
 
 /**
  * Which calls a fault can hit: api-error any call to an endpoint with a valid body (it stands for a
@@ -50,12 +52,22 @@ export class ApiNamespace {
   private readonly waiters = new Set<() => void>();
   private seq = 0;
   private callSeq = 0;
+  /** UTF-8 bytes of the effects and stored keys (with their answers) held: bounded by limits.maxBytes. */
+  private stateBytes = 0;
+  /** Requests refused because the namespace was full (429). */
+  refusedOverBound = 0;
 
   constructor(
     readonly name: string,
     readonly baseUrl: string,
     private readonly onClose: (ns: ApiNamespace) => void,
+    readonly limits: ApiStateLimits = DEFAULT_API_STATE_LIMITS,
   ) {}
+
+  /** What the namespace holds, against its bounds (tests, the report's note). */
+  get usage(): { effects: number; keys: number; bytes: number } {
+    return { effects: this.effects.length, keys: this.keys.size, bytes: this.stateBytes };
+  }
 
   /**
    * Arms a fault (replacing any armed one). Resolves with the first call it hit, or null when it
@@ -98,9 +110,10 @@ export class ApiNamespace {
 
   async handle(method: string, segments: string[], headers: http.IncomingHttpHeaders, rawBody: string, res: http.ServerResponse): Promise<void> {
     const path = `/${segments.map(encodeURIComponent).join('/')}`;
-    const call: ApiCall = { seq: ++this.callSeq, at: Date.now(), method, path, key: null, status: null, outcome: 'invalid' };
+    const kept = path.length > MAX_CALL_PATH_CHARS ? `${path.slice(0, MAX_CALL_PATH_CHARS)}…` : path;
+    const call: ApiCall = { seq: ++this.callSeq, at: Date.now(), method, path: kept, key: null, status: null, outcome: 'invalid' };
     this.calls.push(call);
-    if (this.calls.length > MAX_CALLS_KEPT) this.calls.splice(0, this.calls.length - MAX_CALLS_KEPT);
+    if (this.calls.length > this.limits.maxCallsKept) this.calls.splice(0, this.calls.length - this.limits.maxCallsKept);
     let clientGone = false;
     res.once('close', () => {
       if (!res.writableFinished) clientGone = true;
@@ -245,7 +258,12 @@ export class ApiNamespace {
       call.outcome = 'in-progress';
       throw new HttpError(409, 'request_in_progress', `A request with Idempotency-Key "${call.key}" is still being processed; retry later with the same key.`, {}, { 'retry-after': '1' });
     }
-    if (storeKey !== null && !stored) this.keys.set(storeKey, { fingerprint, state: 'in-progress' });
+    if (storeKey !== null && !stored) {
+      // A new key is new state: refused (nothing applied, nothing stored) once the namespace is full.
+      this.refuseOverBound(call, this.keys.size >= this.limits.maxKeys, byteLength(storeKey) + byteLength(fingerprint));
+      this.keys.set(storeKey, { fingerprint, state: 'in-progress' });
+      this.stateBytes += byteLength(storeKey) + byteLength(fingerprint);
+    }
 
     const slow = this.take('processing', call);
     if (slow) await this.wait(slow.delayMs);
@@ -256,17 +274,33 @@ export class ApiNamespace {
     }
     if (this.closed) return null;
 
+    const forgetKey = () => {
+      if (storeKey === null || !this.keys.delete(storeKey)) return;
+      this.stateBytes -= byteLength(storeKey) + byteLength(fingerprint);
+    };
     let result: StepResult;
     try {
+      // Effects are checked before any is applied: past the bound nothing changes, and the key is free again.
+      // The bytes an effect and its stored answer can take, from what is known before applying:
+      // each holds the body at most once or twice (the fingerprint is the body), plus path and key.
+      const most = 3 * byteLength(fingerprint) + byteLength(call.path) + byteLength(call.key ?? '') + 512;
+      this.refuseOverBound(call, this.effects.length >= this.limits.maxEffects, most);
       result = apply();
     } catch (err) {
       // Refused before any effect (a request that contradicts the service's state): the key is
       // free again, as if this request had never come.
-      if (storeKey !== null) this.keys.delete(storeKey);
+      forgetKey();
       throw err;
     }
-    if (result.effect) this.effects.push({ seq: ++this.seq, at: Date.now(), service, method: call.method, path: call.path, key: call.key, ...result.effect });
-    if (storeKey !== null) this.keys.set(storeKey, { fingerprint, state: 'done', status: result.status, text: result.text });
+    if (result.effect) {
+      const effect: ApiEffect = { seq: ++this.seq, at: Date.now(), service, method: call.method, path: call.path, key: call.key, ...result.effect };
+      this.effects.push(effect);
+      this.stateBytes += byteLength(JSON.stringify(effect));
+    }
+    if (storeKey !== null) {
+      this.keys.set(storeKey, { fingerprint, state: 'done', status: result.status, text: result.text });
+      this.stateBytes += byteLength(result.text);
+    }
     call.outcome = result.effect ? 'applied' : 'refused';
 
     // api-timeout loses the answer of a call that applied a new effect (nothing to lose otherwise).
@@ -282,6 +316,23 @@ export class ApiNamespace {
       return { status: 504, body: { error: 'gateway_timeout', message: 'The backend did not answer in time; the request may or may not have been applied. Retry with the same Idempotency-Key.' } };
     }
     return { status: result.status, body: result.text };
+  }
+
+  /**
+   * Throws the 429 when the namespace is full: `full` says a count bound is reached, `adding` is
+   * the bytes the caller is about to store. Nothing of the request has been applied or kept.
+   */
+  private refuseOverBound(call: ApiCall, full: boolean, adding: number): void {
+    if (!full && this.stateBytes + adding <= this.limits.maxBytes) return;
+    this.refusedOverBound++;
+    call.outcome = 'over-limit';
+    throw new HttpError(
+      429,
+      'too_much_state',
+      `This attempt has reached the lab API's bound (${describeApiStateLimits(this.limits)}). Nothing was applied; a program that needs this many calls is looping.`,
+      {},
+      { 'retry-after': String(this.limits.retryAfterSeconds) },
+    );
   }
 
   /** Hands the armed fault to this call if it is one the fault hits. */
@@ -329,3 +380,5 @@ export class ApiNamespace {
     };
   }
 }
+
+const byteLength = (text: string): number => Buffer.byteLength(text, 'utf8');

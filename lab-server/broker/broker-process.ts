@@ -6,12 +6,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { KafkaIqError } from '../../src/shared/errors.ts';
 import { STATE_DIR, displayPath } from '../core/paths.ts';
 import { retry } from '../core/retry.ts';
-import { createKafka } from '../kafka/client.ts';
 import { ensureBrokerJars } from './jars.ts';
 import { findJava } from './java.ts';
 import { brokerJvmArgs, classpath } from './jvm-flags.ts';
 import { CONTROLLER_PORT_OFFSET, defaultBrokerPort } from './ports.ts';
-import { isKafkaAt, portAnswers } from './probes.ts';
+import { assertPortsFree, claimDataDir, liveOwner } from './data-dir.ts';
+import { isKafkaAt } from './probes.ts';
+import { lastErrorLine, readTail, waitUntilReady } from './readiness.ts';
+import { CRASH_LOOP, CrashLoop, quarantine, Watchdog, WATCHDOG, type WatchdogOptions } from './recovery.ts';
 import { BROKER_USER, GRADER_USER, kafkaSecret, passwordFor, secretFile } from '../kafka/credentials.ts';
 import { serverProperties, type BrokerNode, type BrokerSecurity } from './server-properties.ts';
 
@@ -26,6 +28,8 @@ export interface BrokerOptions {
   log?: (line: string) => void;
   /** How long a start may take before we give up and show the log. */
   readyTimeoutMs?: number;
+  /** The health check of a running broker (recovery.ts); false for none. */
+  watchdog?: WatchdogOptions | false;
 }
 
 /** up: serving; restarting: a node died and is being started again; down: it could not be. */
@@ -56,6 +60,7 @@ export class BrokerProcess {
     this.heapMb = options.heapMb ?? (count === 1 ? 512 : 384);
     this.log = options.log ?? (() => {});
     this.readyTimeoutMs = options.readyTimeoutMs ?? 90_000;
+    this.watchdog = options.watchdog === false ? null : new Watchdog(this.watchdogTarget(), options.watchdog ?? WATCHDOG);
   }
 
   get brokers(): string[] {
@@ -74,18 +79,47 @@ export class BrokerProcess {
     });
   }
 
-  /** Fetches jars if needed, formats on first start, starts every node and waits until usable. */
+  /**
+   * Fetches jars if needed, formats on first start, starts every node and waits until usable. A
+   * start that fails because of the broker's own state counts towards the crash-loop rule
+   * (recovery.ts): after CRASH_LOOP.failedStarts in a row the state is quarantined and the broker
+   * starts afresh, once; a second fresh start that fails is reported.
+   */
   async start(): Promise<void> {
     await ensureBrokerJars(this.log);
     const java = findJava();
-    this.claimDataDir();
-    for (const node of this.nodes) await this.assertPortsFree(node);
-    this.formatIfNeeded(java.command);
-    for (const node of this.nodes) this.spawnNode(node, java.command);
-    await this.waitUntilReady();
+    claimDataDir(this.dataDir);
+    for (const node of this.nodes) await assertPortsFree(node);
+    let fresh = false;
+    this.crashLoop.reset();
+    for (;;) {
+      this.formatIfNeeded(java.command);
+      try {
+        for (const node of this.nodes) this.spawnNode(node, java.command);
+        await this.waitUntilReady();
+        break;
+      } catch (err) {
+        if (!(err instanceof KafkaIqError && err.code === 'BROKER_START_FAILED')) throw err;
+        for (const node of this.nodes) await this.terminate(node.nodeId);
+        this.crashLoop.startFailed();
+        if (!this.crashLoop.poisoned) {
+          this.log(`Kafka did not start (${err.message}); trying again (${this.crashLoop.failedStarts} of ${CRASH_LOOP.failedStarts} failed).`);
+          await sleep(1_000);
+          continue;
+        }
+        if (fresh) throw err;
+        fresh = true;
+        this.quarantineState();
+      }
+    }
+    this.crashLoop.ready();
+    this.supervising = true;
+    this.watchdog?.arm();
   }
 
   async stop(): Promise<void> {
+    this.supervising = false;
+    this.watchdog?.disarm();
     await Promise.all(this.nodes.map((n) => this.stopNode(n.nodeId)));
   }
 
@@ -94,7 +128,16 @@ export class BrokerProcess {
   /** Nodes stopped on purpose (stop, a fault's kill): not restarted until startNode. */
   private readonly stoppedOnPurpose = new Set<number>();
   private healthState: BrokerHealthState = 'up';
+  private healthDetailText = '';
   private readonly healthListeners = new Set<(state: BrokerHealthState, detail: string) => void>();
+  /** Set once start() succeeds, cleared by stop(): only then is an exit the supervisor's business. */
+  private supervising = false;
+  private readonly crashLoop = new CrashLoop();
+  private readonly watchdog: Watchdog | null;
+  /** The supervisor bringing nodes back; exits while it runs are its own starts failing. */
+  private recovery: Promise<void> | null = null;
+  /** Nodes between spawn and ready in startNode: not yet the watchdog's to judge. */
+  private readonly startingNodes = new Set<number>();
 
   /** The JVM's pid of a node (for the supervision test's kill -9). */
   nodePid(nodeId: number): number | undefined {
@@ -105,6 +148,10 @@ export class BrokerProcess {
     return this.healthState;
   }
 
+  get healthDetail(): string {
+    return this.healthDetailText;
+  }
+
   /** Tells the listener each change of the broker's health (for the workbench's badge). */
   onHealth(listener: (state: BrokerHealthState, detail: string) => void): () => void {
     this.healthListeners.add(listener);
@@ -113,33 +160,105 @@ export class BrokerProcess {
 
   private setHealth(state: BrokerHealthState, detail: string): void {
     this.healthState = state;
+    this.healthDetailText = detail;
     for (const listener of this.healthListeners) listener(state, detail);
   }
 
   private onNodeExit(node: BrokerNode, child: ChildProcess): void {
-    if (this.stoppedOnPurpose.has(node.nodeId) || this.children.get(node.nodeId) !== child || this.restarting) return;
+    if (!this.supervising || this.stoppedOnPurpose.has(node.nodeId) || this.children.get(node.nodeId) !== child || this.restarting || this.recovery) return;
     const how = child.signalCode ?? `code ${child.exitCode}`;
+    this.crashLoop.exited();
     this.log(`Kafka node ${node.nodeId} exited on its own (${how}): restarting it.`);
     this.setHealth('restarting', `node ${node.nodeId} exited (${how}); restarting`);
-    void retry(
-      async (attempt) => {
-        if (this.stoppedOnPurpose.has(node.nodeId)) return;
-        if (attempt > 0) this.log(`Kafka node ${node.nodeId}: restart try ${attempt + 1}`);
-        await this.startNode(node.nodeId);
+    this.superviseRecovery();
+  }
+
+  private superviseRecovery(): void {
+    this.recovery ??= this.recover().finally(() => (this.recovery = null));
+  }
+
+  /**
+   * Starts again every node that is down (and not stopped on purpose), with backoff; a start
+   * that fails counts towards the crash-loop rule, and once it holds the state is quarantined
+   * and the broker starts afresh (recovery.ts).
+   */
+  private async recover(): Promise<void> {
+    try {
+      await retry(
+        async (attempt) => {
+          if (!this.supervising) return;
+          if (this.crashLoop.poisoned) return await this.startAfresh();
+          if (attempt > 0) this.log(`Kafka: restart try ${attempt + 1}`);
+          for (const node of this.nodes) {
+            if (this.stoppedOnPurpose.has(node.nodeId) || this.isRunning(node.nodeId)) continue;
+            try {
+              await this.startNode(node.nodeId);
+            } catch (err) {
+              this.crashLoop.startFailed();
+              await this.terminate(node.nodeId);
+              throw err;
+            }
+          }
+        },
+        { retries: 8, minDelayMs: 1_000, maxDelayMs: 30_000, shouldRetry: () => this.supervising },
+      );
+      if (this.supervising && this.isRunning()) {
+        this.crashLoop.ready();
+        this.log('Kafka is back.');
+        this.setHealth('up', 'restarted');
+      }
+    } catch (err) {
+      this.log(`Kafka could not be restarted: ${(err as Error).message}`);
+      this.setHealth('down', `the broker could not be restarted (${(err as Error).message}): restart the server`);
+    }
+  }
+
+  /** Stops every node, moves their state to quarantine (recovery.ts), formats afresh and starts. */
+  private async startAfresh(): Promise<void> {
+    for (const node of this.nodes) await this.terminate(node.nodeId);
+    this.quarantineState();
+    const java = findJava();
+    this.formatIfNeeded(java.command);
+    for (const node of this.nodes) this.spawnNode(node, java.command);
+    try {
+      await this.waitUntilReady();
+    } catch (err) {
+      this.crashLoop.startFailed();
+      for (const node of this.nodes) await this.terminate(node.nodeId);
+      throw err;
+    }
+  }
+
+  private quarantineState(): void {
+    const where = quarantine(this.dataDir, [...this.nodes.map((n) => path.basename(this.nodeDir(n.nodeId))), 'cluster-id']);
+    this.crashLoop.reset();
+    const line = `Kafka failed ${CRASH_LOOP.failedStarts} starts in a row: its data is taken as unusable, moved to ${displayPath(where)}, and a fresh broker is started (no topics, ACLs or transactions).`;
+    this.log(line);
+    this.setHealth('restarting', line);
+  }
+
+  /** Kills a node's JVM without marking it stopped on purpose, and waits for its exit. */
+  private async terminate(nodeId: number): Promise<void> {
+    const child = this.children.get(nodeId);
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    child.kill('SIGKILL');
+    await exited;
+  }
+
+  private watchdogTarget() {
+    return {
+      watched: () =>
+        this.supervising && !this.restarting && !this.recovery
+          ? this.nodes.filter((n) => !this.stoppedOnPurpose.has(n.nodeId) && !this.startingNodes.has(n.nodeId) && this.isRunning(n.nodeId))
+          : [],
+      down: (nodeId: number, reason: string) => this.setHealth('down', `node ${nodeId} does not answer a metadata request: ${reason}`),
+      up: (nodeId: number) => this.healthState !== 'up' && this.setHealth('up', `node ${nodeId} answers again`),
+      wedged: (nodeId: number, silentMs: number) => {
+        this.log(`Kafka node ${nodeId} has answered nothing for ${Math.round(silentMs / 1000)} s: killing it, the supervisor starts it again.`);
+        this.children.get(nodeId)?.kill('SIGKILL');
       },
-      { retries: 8, minDelayMs: 1_000, maxDelayMs: 30_000, shouldRetry: () => !this.stoppedOnPurpose.has(node.nodeId) },
-    ).then(
-      () => {
-        if (this.isRunning()) {
-          this.log(`Kafka node ${node.nodeId} is back.`);
-          this.setHealth('up', 'restarted');
-        }
-      },
-      (err: unknown) => {
-        this.log(`Kafka node ${node.nodeId} could not be restarted: ${(err as Error).message}`);
-        this.setHealth('down', `node ${node.nodeId} could not be restarted: restart the server`);
-      },
-    );
+    };
   }
 
   private restarting: Promise<void> | null = null;
@@ -148,10 +267,22 @@ export class BrokerProcess {
   restart(): Promise<void> {
     this.restarting ??= (async () => {
       try {
-        await this.stop();
+        await Promise.all(this.nodes.map((n) => this.stopNode(n.nodeId)));
         const java = findJava();
         for (const node of this.nodes) this.spawnNode(node, java.command);
         await this.waitUntilReady();
+        this.crashLoop.ready();
+      } catch (err) {
+        // A bounce that does not come back is a failed start like any other: the supervisor
+        // takes over (and the grade that asked for it is told).
+        this.crashLoop.startFailed();
+        for (const node of this.nodes) await this.terminate(node.nodeId);
+        if (this.supervising) {
+          this.setHealth('restarting', `the broker did not come back from a restart; restarting it`);
+          this.restarting = null;
+          this.superviseRecovery();
+        }
+        throw err;
       } finally {
         this.restarting = null;
       }
@@ -175,7 +306,17 @@ export class BrokerProcess {
     const node = this.nodes.find((n) => n.nodeId === nodeId);
     if (!node) throw new KafkaIqError('INVALID_INPUT', `No broker node ${nodeId}: nodes are ${this.nodes.map((n) => n.nodeId).join(', ')}.`);
     if (this.isRunning(nodeId)) return;
-    await this.assertPortsFree(node);
+    this.startingNodes.add(nodeId);
+    try {
+      await this.startNodeNow(node);
+    } finally {
+      this.startingNodes.delete(nodeId);
+    }
+  }
+
+  private async startNodeNow(node: BrokerNode): Promise<void> {
+    const nodeId = node.nodeId;
+    await assertPortsFree(node);
     this.spawnNode(node, findJava().command);
     // Right after a kill the controller may still count the dead node (it is fenced only when its
     // session times out), so "the cluster has every node" alone would pass at once: wait until
@@ -193,43 +334,7 @@ export class BrokerProcess {
 
   /** The process that owns this data dir, if it is still alive (another terminal, a test run). */
   static liveOwner(dataDir: string): number | null {
-    try {
-      const pid = Number(fs.readFileSync(path.join(dataDir, 'owner.pid'), 'utf8'));
-      if (!pid || pid === process.pid) return null;
-      process.kill(pid, 0);
-      return pid;
-    } catch {
-      return null;
-    }
-  }
-
-  /** Two JVMs on one log dir would corrupt it: one KafkaIQ process owns a data dir at a time. */
-  private claimDataDir(): void {
-    const owner = BrokerProcess.liveOwner(this.dataDir);
-    if (owner) {
-      throw new KafkaIqError(
-        'PORT_TAKEN',
-        `The KafkaIQ broker in ${displayPath(this.dataDir)} belongs to process ${owner} (is 'npm run broker' or 'npm start' running?): use that one, or stop it first.`,
-      );
-    }
-    fs.mkdirSync(this.dataDir, { recursive: true });
-    fs.writeFileSync(path.join(this.dataDir, 'owner.pid'), String(process.pid));
-    process.once('exit', () => {
-      if (BrokerProcess.liveOwner(this.dataDir) === null) fs.rmSync(path.join(this.dataDir, 'owner.pid'), { force: true });
-    });
-  }
-
-  private async assertPortsFree(node: BrokerNode): Promise<void> {
-    for (const port of [node.port, node.controllerPort]) {
-      if (!(await portAnswers(port))) continue;
-      const kafka = port === node.port && ((await isKafkaAt(`127.0.0.1:${port}`)) || (await isKafkaAt(`127.0.0.1:${port}`, 3_000, { plaintext: true })));
-      throw new KafkaIqError(
-        'PORT_TAKEN',
-        kafka
-          ? `A Kafka broker is already running on 127.0.0.1:${port}: stop it, or use it with KAFKA_BROKERS=127.0.0.1:${port}.`
-          : `Port ${port} on 127.0.0.1 is taken by another program (not Kafka): stop it ('lsof -i :${port}' shows which) or set KAFKA_BROKERS to an existing cluster.`,
-      );
-    }
+    return liveOwner(dataDir);
   }
 
   private nodeDir(nodeId: number): string {
@@ -243,7 +348,7 @@ export class BrokerProcess {
   private formatIfNeeded(javaCommand: string): void {
     fs.mkdirSync(this.dataDir, { recursive: true });
     const clusterIdFile = path.join(this.dataDir, 'cluster-id');
-    if (!fs.existsSync(clusterIdFile)) fs.writeFileSync(clusterIdFile, randomBytes(16).toString('base64url'));
+    if (!fs.existsSync(clusterIdFile)) fs.writeFileSync(clusterIdFile, newClusterId());
     const clusterId = fs.readFileSync(clusterIdFile, 'utf8').trim();
     kafkaSecret(); // creates the secret on a first start
     const security: BrokerSecurity = { secretFile: path.resolve(secretFile()), brokerUser: BROKER_USER, brokerPassword: passwordFor(BROKER_USER), superUsers: [BROKER_USER, GRADER_USER] };
@@ -284,59 +389,14 @@ export class BrokerProcess {
     child.once('exit', () => this.onNodeExit(node, child));
   }
 
-  private async waitUntilReady(): Promise<void> {
-    const deadline = Date.now() + this.readyTimeoutMs;
-    const kafka = createKafka(this.brokers, 'kafkaiq-ready', { connectionTimeout: 1_000, retry: { retries: 0 } });
-    const admin = kafka.admin();
-    try {
-      for (;;) {
-        for (const node of this.nodes) this.assertAlive(node.nodeId);
-        if (Date.now() > deadline) {
-          throw new KafkaIqError(
-            'BROKER_START_FAILED',
-            `Kafka did not become ready within ${Math.round(this.readyTimeoutMs / 1000)} s: see ${displayPath(this.logPath(1))}.`,
-          );
-        }
-        try {
-          await admin.connect();
-          const cluster = await admin.describeCluster();
-          if (cluster.brokers.length === this.nodes.length && cluster.controller !== null) break;
-        } catch {
-          // not up yet
-        }
-        await sleep(250);
-      }
-      await this.warmUpCoordinators();
-    } finally {
-      await admin.disconnect().catch(() => {});
-    }
-  }
-
-  /**
-   * A fresh broker answers metadata before its group and transaction coordinators have loaded.
-   * Touch both now so a learner's first initTransactions/sendOffsets does not meet
-   * COORDINATOR_LOAD_IN_PROGRESS (kafkajs does not retry TxnOffsetCommit on it).
-   */
-  private async warmUpCoordinators(): Promise<void> {
-    const kafka = createKafka(this.brokers, 'kafkaiq-warmup');
-    const admin = kafka.admin();
-    const producer = kafka.producer({ transactionalId: 'kafkaiq-warmup', idempotent: true, maxInFlightRequests: 1 });
-    try {
-      await retry(
-        async () => {
-          await admin.connect();
-          await admin.fetchOffsets({ groupId: 'kafkaiq-warmup', topics: [] });
-          await producer.connect();
-          const txn = await producer.transaction();
-          await txn.sendOffsets({ consumerGroupId: 'kafkaiq-warmup', topics: [] });
-          await txn.abort();
-        },
-        { retries: 40, minDelayMs: 250, maxDelayMs: 1_000 },
-      );
-    } finally {
-      await producer.disconnect().catch(() => {});
-      await admin.disconnect().catch(() => {});
-    }
+  private waitUntilReady(): Promise<void> {
+    return waitUntilReady({
+      brokers: this.brokers,
+      nodeCount: this.nodes.length,
+      timeoutMs: this.readyTimeoutMs,
+      assertAlive: () => this.nodes.forEach((n) => this.assertAlive(n.nodeId)),
+      logFile: this.logPath(1),
+    });
   }
 
   private assertAlive(nodeId: number): void {
@@ -354,20 +414,14 @@ export class BrokerProcess {
   }
 }
 
-function readTail(file: string, bytes = 8_192): string {
-  try {
-    const fd = fs.openSync(file, 'r');
-    const size = fs.fstatSync(fd).size;
-    const buf = Buffer.alloc(Math.min(bytes, size));
-    fs.readSync(fd, buf, 0, buf.length, size - buf.length);
-    fs.closeSync(fd);
-    return buf.toString('utf8');
-  } catch {
-    return '';
+/**
+ * A KRaft cluster id: 16 random bytes, base64url, as Kafka's Uuid prints them. One that starts
+ * with "-" would read as an option to `kafka-storage format -t`, so, like Kafka's own
+ * Uuid.randomUuid, draw again (about 1 id in 64).
+ */
+function newClusterId(): string {
+  for (;;) {
+    const id = randomBytes(16).toString('base64url');
+    if (!id.startsWith('-')) return id;
   }
-}
-
-function lastErrorLine(text: string): string {
-  const line = text.split('\n').reverse().find((l) => /ERROR|Exception/.test(l));
-  return line ? ` (${line.trim().slice(0, 200)})` : '';
 }

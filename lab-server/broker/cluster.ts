@@ -173,7 +173,7 @@ export async function connectCluster(
     control: localControl(broker),
     health: {
       state: () => broker.health,
-      detail: () => '',
+      detail: () => broker.healthDetail,
       subscribe: (listener) => broker.onHealth(listener),
       close: () => {},
     },

@@ -1,10 +1,11 @@
 /**
  * The broker's health as the workbench's connection badge shows it. A broker this process owns
  * reports its own (BrokerProcess supervises it: a node that dies is restarted with backoff); for a
- * broker another process owns, or an external cluster, the lab server asks it every few seconds.
+ * broker another process owns, or an external cluster, the lab server asks it every few seconds
+ * with a real request (a metadata request, answered within HEALTH_DEADLINE_MS, or "down").
  */
 import type { BrokerHealthState } from './broker-process.ts';
-import { isKafkaAt } from './probes.ts';
+import { answersWithin } from './probes.ts';
 
 export type { BrokerHealthState } from './broker-process.ts';
 
@@ -16,7 +17,10 @@ export interface BrokerHealth {
   close(): void;
 }
 
-export function pollHealth(brokers: string[], everyMs = 5_000): BrokerHealth {
+/** How long the health check waits for the broker's answer before calling it down. */
+export const HEALTH_DEADLINE_MS = 3_000;
+
+export function pollHealth(brokers: string[], everyMs = 5_000, deadlineMs = HEALTH_DEADLINE_MS): BrokerHealth {
   let state: BrokerHealthState = 'up';
   let detail = '';
   const listeners = new Set<(state: BrokerHealthState, detail: string) => void>();
@@ -24,12 +28,12 @@ export function pollHealth(brokers: string[], everyMs = 5_000): BrokerHealth {
   const timer = setInterval(() => {
     if (busy) return;
     busy = true;
-    void isKafkaAt(brokers[0]!, 2_000)
-      .then((up) => {
-        const next: BrokerHealthState = up ? 'up' : 'down';
+    void answersWithin(brokers[0]!, deadlineMs)
+      .then((answer) => {
+        const next: BrokerHealthState = answer.ok ? 'up' : 'down';
         if (next === state) return;
         state = next;
-        detail = up ? 'answering again' : `no answer at ${brokers[0]}`;
+        detail = answer.ok ? 'answering again' : `${brokers[0]}: ${answer.reason}`;
         for (const l of listeners) l(state, detail);
       })
       .finally(() => (busy = false));

@@ -21,6 +21,9 @@ export function brokerJvmArgs(node: { nodeId: number; heapMb: number; configPath
     `-Xms${Math.min(256, node.heapMb)}m`,
     `-Xmx${node.heapMb}m`,
     '-XX:+UseSerialGC',
+    // A JVM out of heap stays up half-dead (threads dying one by one, requests timing out): exit
+    // instead, so the supervisor (broker-process.ts) sees it and starts it again, or recovers it.
+    '-XX:+ExitOnOutOfMemoryError',
     '-XX:TieredStopAtLevel=1',
     '-Djava.awt.headless=true',
     ...classDataSharingFlags(node.nodeId),

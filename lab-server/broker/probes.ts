@@ -38,3 +38,39 @@ export async function isKafkaAt(address: string, timeoutMs = 3_000, options: { p
     await admin.disconnect().catch(() => {});
   }
 }
+
+/**
+ * The health check: DescribeCluster (a metadata request) over the grader's login, answered within
+ * deadlineMs or not at all. A port that accepts proves nothing: a JVM out of heap, stopped or
+ * wedged still completes TCP handshakes from the kernel's backlog. The deadline is hard (a timer,
+ * not only the client's timeouts), so a broker that accepts and then never answers is "down" on
+ * time; the client is disconnected in the background.
+ */
+export async function answersWithin(address: string, deadlineMs: number): Promise<{ ok: true; ms: number } | { ok: false; reason: string }> {
+  const started = performance.now();
+  const admin = createKafka([address], 'kafkaiq-health', {
+    connectionTimeout: deadlineMs,
+    authenticationTimeout: deadlineMs,
+    requestTimeout: deadlineMs,
+    retry: { retries: 0 },
+  }).admin();
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer to a metadata request within ${deadlineMs} ms`)), deadlineMs);
+  });
+  try {
+    await Promise.race([(async () => {
+      await admin.connect();
+      await admin.describeCluster();
+    })(), late]);
+    return { ok: true, ms: Math.round(performance.now() - started) };
+  } catch (err) {
+    return { ok: false, reason: err instanceof Error ? err.message : String(err) };
+  } finally {
+    clearTimeout(timer);
+    // A wedged broker may never answer the disconnect either: not awaited.
+    void admin.disconnect().catch(() => {
+      // Nothing to do: the client is dropped either way.
+    });
+  }
+}

@@ -22,8 +22,10 @@ export interface BrokerSecurity {
  * Every listener speaks SASL_PLAINTEXT with PLAIN, checked by our HmacPlainCallbackHandler (see
  * it for why PLAIN+HMAC over SCRAM); the controller listener too, so nothing on any port answers
  * an unauthenticated client. Learner programs are given the CLIENT listener only (KAFKA_BROKERS).
- * StandardAuthorizer with allow.everyone.if.no.acl.found=false: a user may do only what an ACL
- * grants (the grader grants each attempt its namespace, kafka/attempt-acls.ts).
+ * AttemptAuthorizer (Kafka's StandardAuthorizer plus bounds per attempt user) with
+ * allow.everyone.if.no.acl.found=false: a user may do only what an ACL grants (the grader grants
+ * each attempt its names, kafka/attempt-acls.ts). The limits of ATTEMPT_BROKER_LIMITS bound what
+ * one attempt user can make the shared broker hold or do; super users are never limited.
  */
 function securityProperties(security: BrokerSecurity): Record<string, string> {
   const handler = 'dev.kafkaiq.broker.HmacPlainCallbackHandler';
@@ -36,7 +38,7 @@ function securityProperties(security: BrokerSecurity): Record<string, string> {
     'listener.name.client.plain.sasl.server.callback.handler.class': handler,
     'listener.name.controller.plain.sasl.jaas.config': jaas,
     'listener.name.controller.plain.sasl.server.callback.handler.class': handler,
-    'authorizer.class.name': 'org.apache.kafka.metadata.authorizer.StandardAuthorizer',
+    'authorizer.class.name': 'dev.kafkaiq.broker.AttemptAuthorizer',
     'allow.everyone.if.no.acl.found': 'false',
     'super.users': security.superUsers.map((u) => `User:${u}`).join(';'),
     // Per attempt user: its own bucket of these rates (AttemptQuotaCallback); super users unthrottled.
@@ -44,6 +46,50 @@ function securityProperties(security: BrokerSecurity): Record<string, string> {
     'kafkaiq.quota.produce.bytes.per.second': String(ATTEMPT_QUOTAS.produceBytesPerSecond),
     'kafkaiq.quota.fetch.bytes.per.second': String(ATTEMPT_QUOTAS.fetchBytesPerSecond),
     'kafkaiq.quota.request.percentage': String(ATTEMPT_QUOTAS.requestPercentage),
+    ...limitProperties(),
+  };
+}
+
+/**
+ * What one attempt user may make the shared broker do or hold, past the byte quotas: the one
+ * place these values are set (the Java plugins refuse to start without them).
+ */
+export const ATTEMPT_BROKER_LIMITS = {
+  /** Transactional and group ids (AttemptAuthorizer): Kafka's own bound on topic names. */
+  idMaxLength: 249,
+  /** InitProducerId per user (AttemptAuthorizer): a lab's program starts a few producers, restarts a few. */
+  initProducerIdsPerSecond: 10,
+  initProducerIdsBurst: 100,
+  /** Logins per user (HmacPlainCallbackHandler): every instance of an attempt, reconnecting after a restart at once. */
+  authenticationsPerSecond: 20,
+  authenticationsBurst: 200,
+  authenticationLockoutMs: 5_000,
+  /** How long the broker holds a connection whose login failed before closing it (Kafka's KIP-306). */
+  failedAuthenticationDelayMs: 1_000,
+  /** One request at most (Kafka's default is 100 MB), and all requests being read at once: the heap stays the broker's. */
+  requestMaxBytes: 16 * 1024 * 1024,
+  queuedRequestMaxBytes: 64 * 1024 * 1024,
+};
+
+/**
+ * Why not Kafka's connection quotas (KIP-612 max.connection.creation.rate, max.connections.per.ip):
+ * they act before a login, by listener or client address, and every client here (the grader, the
+ * broker itself, each sandbox's relay) connects from 127.0.0.1 on the one client listener, so they
+ * would throttle the grader with the flood. Per user, the login rate above bounds it instead, and
+ * each sandbox's relay bounds the connections one program instance can open.
+ */
+function limitProperties(): Record<string, string> {
+  const l = ATTEMPT_BROKER_LIMITS;
+  return {
+    'kafkaiq.limit.id.max.length': String(l.idMaxLength),
+    'kafkaiq.limit.init.producer.ids.per.second': String(l.initProducerIdsPerSecond),
+    'kafkaiq.limit.init.producer.ids.burst': String(l.initProducerIdsBurst),
+    'kafkaiq.limit.authentications.per.second': String(l.authenticationsPerSecond),
+    'kafkaiq.limit.authentications.burst': String(l.authenticationsBurst),
+    'kafkaiq.limit.authentication.lockout.ms': String(l.authenticationLockoutMs),
+    'connection.failed.authentication.delay.ms': String(l.failedAuthenticationDelayMs),
+    'socket.request.max.bytes': String(l.requestMaxBytes),
+    'queued.max.request.bytes': String(l.queuedRequestMaxBytes),
   };
 }
 

@@ -51,6 +51,9 @@ async function main(): Promise<void> {
     if (err.code === 'EADDRINUSE' || /port \d+ is (already )?in use/i.test(err.message)) throw new KafkaIqError('PORT_TAKEN', `Port ${port} is taken: stop the other program or choose another with PORT=4322 npm run dev.`);
     throw err;
   });
+  // The proxy keeps the browser's Host and Origin: the lab server must know the dev server's origins.
+  const devHosts = ['localhost', '127.0.0.1', '[::1]', ...(['0.0.0.0', '::', 'localhost', '127.0.0.1', '::1'].includes(host) ? [] : [host.includes(':') ? `[${host}]` : host])];
+  labServer.allowOrigins(devHosts.map((name) => `http://${name}:${site.address.port}`));
   console.log(`\nKafkaIQ dev server: http://${host}:${site.address.port}/  (lessons reload as you edit; Ctrl-C to stop)`);
 
   stopOnSignals(async () => {

@@ -17,6 +17,14 @@ import { labCoverageProblems, loadLabFacts } from '../labs/coverage.ts';
 import { watchLab } from '../labs/watch-lab.ts';
 import { formatLabFacts } from '../../src/shared/lab-facts.ts';
 import { databasePool } from '../db/pool.ts';
+import { jsonForTerminal, keepOnlyColours, showControlCharacters } from '../../src/shared/sanitise.ts';
+
+/**
+ * What this CLI writes to the terminal: lines and blocks whose text may quote a program (reports,
+ * grader logs, errors). Only our own colours pass (src/shared/sanitise.ts); every other control
+ * character is shown escaped, newlines of a block aside.
+ */
+const say = (text: string) => console.log(keepOnlyColours(text, { keepNewlines: true }));
 
 const USAGE = `Usage:
   kafkaiq grade <lab> <file.ts | --cmd "command"> [--seed N] [--quick] [--json] [--verbose]
@@ -31,7 +39,8 @@ function consoleListener(verbose: boolean, json: boolean): SessionListener {
   const out = json ? process.stderr : process.stdout;
   return {
     output: (instance, stream, line) => {
-      if (verbose || stream === 'system') out.write(`${instance.padEnd(6)} ${line}\n`);
+      // Program output: shown escaped whole (the sink did so already; this holds for any listener's caller).
+      if (verbose || stream === 'system') out.write(`${showControlCharacters(instance).padEnd(6)} ${showControlCharacters(line)}\n`);
     },
     diagnostics: () => {},
     progress: () => {},
@@ -86,7 +95,7 @@ async function main(argv: string[]): Promise<number> {
         console.log('\nStopping the watch.');
         stop.abort();
       });
-      await watchLab(rest[0]!, clusters, stop.signal, { quick: values.quick, log: (l) => console.log(l) });
+      await watchLab(rest[0]!, clusters, stop.signal, { quick: values.quick, log: say });
       return 0;
     }
     if (command === 'check') {
@@ -104,7 +113,7 @@ async function main(argv: string[]): Promise<number> {
       const results = await checkLabs(labIds, clusters, {
         quick: values.quick,
         parallel: values.parallel ? Number(values.parallel) : undefined,
-        log: (l) => console.log(l),
+        log: say,
       });
       if (coverage.length) console.log(`\n${coverage.length} coverage problem${coverage.length === 1 ? '' : 's'}: see the "coverage" lines above (and AUTHORING.md, "Coverage").`);
       return results.every((r) => r.ok) && !coverage.length ? 0 : 1;
@@ -121,10 +130,10 @@ async function main(argv: string[]): Promise<number> {
     const seed = values.seed === undefined ? undefined : Number(values.seed);
     if (seed !== undefined && !Number.isInteger(seed)) throw new KafkaIqError('INVALID_INPUT', `--seed must be an integer, got "${values.seed}"`);
     if (lab.definition.cluster === 'three-nodes' && !clusters.isReady('three-nodes')) console.error(`${labId} runs on a 3-broker cluster: connecting to it (or starting it, about 20 s)...`);
-    const report = await gradeProgram(clusters, labId, program, { quick: values.quick, seed, listener: consoleListener(values.verbose, values.json), namespacePrefix: 'kiq-cli' });
+    const report = await gradeProgram(clusters, labId, program, { quick: values.quick, seed, listener: consoleListener(values.verbose, values.json)});
     // Colours and wrapping only on a terminal (NO_COLOR turns colours off): piped text stays plain.
     const tty = process.stdout.isTTY;
-    console.log(values.json ? JSON.stringify(report, null, 2) : formatReport(report, { color: tty && !process.env.NO_COLOR, width: tty ? process.stdout.columns : undefined }));
+    say(values.json ? jsonForTerminal(report) : formatReport(report, { color: tty && !process.env.NO_COLOR, width: tty ? process.stdout.columns : undefined }));
     return report.verdict === 'pass' ? 0 : report.verdict === 'error' ? 2 : 1;
   } finally {
     await clusters.close();
@@ -134,7 +143,7 @@ async function main(argv: string[]): Promise<number> {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err) => {
-    console.error(`kafkaiq: ${describeError(err)}`);
+    console.error(keepOnlyColours(`kafkaiq: ${describeError(err)}`, { keepNewlines: true }));
     process.exit(err instanceof KafkaIqError && !err.isInfrastructure ? 1 : 2);
   },
 );

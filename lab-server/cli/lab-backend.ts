@@ -13,6 +13,7 @@ import { sweepStaleWorkDirs } from '../runner/program/work-dirs.ts';
 import { limitsFromEnv, singleUserLoopback } from '../server/admission.ts';
 import { openAttemptStore } from '../server/attempt-store.ts';
 import { createLabServer, type LabServer } from '../server/lab-server.ts';
+import { ORIGINS_ENV, originsFromEnv } from '../server/perimeter.ts';
 
 /** PORT and HOST from the environment, checked. */
 export function listenAddressFromEnv(): { port: number; host: string } {
@@ -42,10 +43,15 @@ export async function startLabBackend(options: {
   log?: (line: string) => void;
 }): Promise<LabBackend> {
   const { clusters, cluster, instructorToken } = options;
+  // Checked before anything starts: a typo in the list must fail here, not open or close the server later.
+  const origins = originsFromEnv();
   // Before anything listens: refuse to serve unsandboxed programs beyond loopback.
   const sandbox = sandboxStartCheck(options.host);
   const log = options.log ?? ((line: string) => console.log(line));
   log(sandbox.summary);
+  if (!singleUserLoopback(options.host) && origins.length === 0 && !['127.0.0.1', 'localhost', '::1'].includes(options.host)) {
+    log(`Only loopback addresses reach this server: learners on other machines get 421 until you set ${ORIGINS_ENV} (e.g. ${ORIGINS_ENV}=https://kafka.example.edu).`);
+  }
   const swept = sweepStaleWorkDirs();
   if (swept.dirs || swept.cgroups) log(`Swept ${swept.dirs} work dirs and ${swept.cgroups} cgroups left by KafkaIQ servers that were killed.`);
   installAttemptCrashGuard((line) => log(`[lab-server] ${line}`));
@@ -61,6 +67,8 @@ export async function startLabBackend(options: {
     cluster: { brokers: cluster.brokers.join(','), brokerFaults: cluster.control !== null && singleUserLoopback(options.host), health, unsandboxed: sandbox.warning },
     instructorToken,
     allowMissingOrigin: process.env.KAFKAIQ_ALLOW_NO_ORIGIN === '1',
+    allowedOrigins: origins,
+    trustProxy: process.env.KAFKAIQ_TRUST_PROXY === '1',
     limits: limitsFromEnv(),
   }).catch((err: NodeJS.ErrnoException) => {
     store.close();

@@ -3,13 +3,21 @@
  * wire protocol on 127.0.0.1, in a process of its own. PGlite runs its WebAssembly synchronously,
  * so a query blocks the process it runs in: here it blocks nobody but its own attempt.
  *
+ * One process serves one attempt and is never handed to another: its data directory lives in
+ * the process's memory (PGlite's in-memory file system) and ends with it. It starts either from
+ * the pristine snapshot (a data directory dumped right after initdb, before anybody connected:
+ * about a third of initdb's time and memory) or, for the first database of a lab server, by
+ * running initdb and then writing that snapshot for the others (see EmbeddedStart).
+ *
  * Talks to the lab server over IPC (see EmbeddedMessage / EmbeddedCommand in embedded.ts) and
  * exits as soon as the lab server is gone: the IPC channel or stdin closes.
  */
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
 import net from 'node:net';
 import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketHandler } from '@electric-sql/pglite-socket';
-import type { EmbeddedCommand, EmbeddedMessage } from './embedded.ts';
+import { embeddedStartSchema, type EmbeddedCommand, type EmbeddedMessage, type PristineSnapshot } from './embedded.ts';
 import { ConnectionQueue } from './wire-queue.ts';
 
 const send = (message: EmbeddedMessage) => {
@@ -19,25 +27,33 @@ const exit = () => process.exit(0);
 process.on('disconnect', exit);
 process.stdin.on('end', exit).on('close', exit).on('error', exit).resume();
 
-/** Everything the learner may have created goes; the database is as new for the next attempt. */
-const RESET_SQL = `
-DO $$ DECLARE s text; BEGIN
-  FOR s IN SELECT nspname FROM pg_namespace
-            WHERE nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast')
-              AND nspname NOT LIKE 'pg\\_temp\\_%' AND nspname NOT LIKE 'pg\\_toast\\_temp\\_%' LOOP
-    EXECUTE format('DROP SCHEMA %I CASCADE', s);
-  END LOOP;
-END $$;
-CREATE SCHEMA public;`;
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+
+/**
+ * A PGlite whose data directory nobody has touched: restored from the snapshot, after checking
+ * that the file holds exactly the bytes the lab server was told about; or initdb'd, and then
+ * dumped (before any connection) as the snapshot of the next ones.
+ */
+async function pristine(): Promise<{ db: PGlite; made?: PristineSnapshot }> {
+  const start = embeddedStartSchema.parse(JSON.parse(process.argv[2] ?? '{}'));
+  if (start.snapshot) {
+    const bytes = fs.readFileSync(start.snapshot.file);
+    if (sha256(bytes) !== start.snapshot.sha256) throw new Error(`the pristine snapshot ${start.snapshot.file} changed since it was made`);
+    return { db: await PGlite.create({ relaxedDurability: true, loadDataDir: new Blob([bytes]) }) };
+  }
+  const db = await PGlite.create({ relaxedDurability: true });
+  if (!start.makeSnapshot) return { db };
+  const bytes = new Uint8Array(await (await db.dumpDataDir('none')).arrayBuffer());
+  // 'wx': never over a file somebody else put there.
+  fs.writeFileSync(start.makeSnapshot, bytes, { mode: 0o600, flag: 'wx' });
+  return { db, made: { file: start.makeSnapshot, sha256: sha256(bytes) } };
+}
 
 async function main(): Promise<void> {
   const started = performance.now();
-  const db = await PGlite.create({ relaxedDurability: true });
+  const { db, made } = await pristine();
   const queue = new ConnectionQueue(db);
-  const sockets = new Set<net.Socket>();
   const server = net.createServer((socket) => {
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
     // pglite-socket frames the protocol; our queue decides who talks to the backend (wire-queue.ts).
     const handler = new PGLiteSocketHandler({ queryQueue: queue as never, closeOnDetach: true });
     handler.attach(socket).catch(() => socket.destroy());
@@ -50,33 +66,15 @@ async function main(): Promise<void> {
   const port = (server.address() as net.AddressInfo).port;
 
   process.on('message', (command: EmbeddedCommand) => {
-    void (async () => {
-      try {
-        if (command.t === 'reset') {
-          // Close every connection first: their transactions roll back, their statements go.
-          for (const socket of sockets) socket.destroy();
-          const until = Date.now() + 10_000;
-          while (sockets.size && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
-          await queue.exclusive(async () => {
-            if (db.isInTransaction()) await db.exec('ROLLBACK');
-            // Session state every connection shared: prepared statements, temp tables, settings, locks.
-            await db.exec('DISCARD ALL');
-            await db.exec(RESET_SQL);
-          });
-          send({ t: 'done', id: command.id, ok: true });
-        } else if (command.t === 'stats') {
-          send({ t: 'done', id: command.id, ok: true, rssMb: Math.round(process.memoryUsage().rss / 1e6) });
-        } else if (command.t === 'stop') {
-          server.close();
-          await db.close().catch(() => {}); // exiting anyway: the process's end frees what close would
-          process.exit(0);
-        }
-      } catch (err) {
-        send({ t: 'done', id: command.id ?? 0, ok: false, error: String((err as Error)?.message ?? err) });
-      }
-    })();
+    if (command.t === 'stats') send({ t: 'done', id: command.id, ok: true, rssMb: Math.round(process.memoryUsage().rss / 1e6) });
   });
-  send({ t: 'ready', port, startMs: Math.round(performance.now() - started), rssMb: Math.round(process.memoryUsage().rss / 1e6) });
+  send({
+    t: 'ready',
+    port,
+    startMs: Math.round(performance.now() - started),
+    rssMb: Math.round(process.memoryUsage().rss / 1e6),
+    ...(made ? { snapshot: made } : {}),
+  });
 }
 
 main().catch((err) => {

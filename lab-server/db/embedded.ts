@@ -1,17 +1,37 @@
 /**
  * The lab server's side of one embedded PostgreSQL (embedded-child.ts): starts the child process,
- * waits until it listens, resets it between attempts, stops it.
+ * waits until it listens, stops it. One child serves one attempt (pool.ts never hands it on).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import { z } from 'zod';
 import { KafkaIqError } from '../../src/shared/errors.ts';
 import { ROOT_DIR } from '../core/paths.ts';
 
+/** A data directory dumped right after initdb, before any connection: a file and its SHA-256. */
+export interface PristineSnapshot {
+  file: string;
+  sha256: string;
+}
+
+/**
+ * How a child starts (its argv, as JSON): from the snapshot, or by initdb, then writing the
+ * snapshot to `makeSnapshot` when given (the first database of a pool).
+ */
+export const embeddedStartSchema = z
+  .object({
+    snapshot: z.object({ file: z.string().min(1).max(4096), sha256: z.string().regex(/^[0-9a-f]{64}$/) }).strict().optional(),
+    makeSnapshot: z.string().min(1).max(4096).optional(),
+  })
+  .strict()
+  .refine((s) => !(s.snapshot && s.makeSnapshot), 'either restore a snapshot or make one');
+export type EmbeddedStart = z.infer<typeof embeddedStartSchema>;
+
 /** lab server -> child */
-export type EmbeddedCommand = { t: 'reset'; id: number } | { t: 'stats'; id: number } | { t: 'stop'; id?: undefined };
+export type EmbeddedCommand = { t: 'stats'; id: number };
 /** child -> lab server */
 export type EmbeddedMessage =
-  | { t: 'ready'; port: number; startMs: number; rssMb: number }
+  | { t: 'ready'; port: number; startMs: number; rssMb: number; snapshot?: PristineSnapshot }
   | { t: 'failed'; error: string }
   | { t: 'done'; id: number; ok: boolean; error?: string; rssMb?: number };
 
@@ -31,6 +51,8 @@ export class EmbeddedDatabase {
     readonly startMs: number,
     /** The child's resident memory right after the start. */
     readonly rssMb: number,
+    /** The snapshot this child wrote (started with `makeSnapshot`). */
+    readonly snapshot: PristineSnapshot | null,
   ) {
     child.on('message', (message: EmbeddedMessage) => {
       if (message.t !== 'done') return;
@@ -58,9 +80,11 @@ export class EmbeddedDatabase {
     return !this.exitedFlag;
   }
 
-  static async start(): Promise<EmbeddedDatabase> {
+  /** A new database: restored from `start.snapshot`, or initdb'd (and dumped to `start.makeSnapshot`). */
+  static async start(start: EmbeddedStart = {}): Promise<EmbeddedDatabase> {
+    const argv = JSON.stringify(embeddedStartSchema.parse(start));
     // stdin is a pipe the child watches: it exits when we die, however we die (IPC closes too).
-    const child = spawn(process.execPath, [CHILD], { cwd: ROOT_DIR, stdio: ['pipe', 'ignore', 'pipe', 'ipc'] });
+    const child = spawn(process.execPath, [CHILD, argv], { cwd: ROOT_DIR, stdio: ['pipe', 'ignore', 'pipe', 'ipc'] });
     let stderr = '';
     child.stderr!.on('data', (chunk: Buffer) => {
       stderr = (stderr + chunk.toString()).slice(-4_000);
@@ -96,10 +120,10 @@ export class EmbeddedDatabase {
     });
     child.stderr!.removeAllListeners('data');
     child.stderr!.resume();
-    return new EmbeddedDatabase(child, ready.port, ready.startMs, ready.rssMb);
+    return new EmbeddedDatabase(child, ready.port, ready.startMs, ready.rssMb, ready.snapshot ?? null);
   }
 
-  private command(t: 'reset' | 'stats', timeoutMs: number): Promise<EmbeddedMessage & { t: 'done' }> {
+  private command(t: 'stats', timeoutMs: number): Promise<EmbeddedMessage & { t: 'done' }> {
     if (!this.alive) return Promise.resolve({ t: 'done', id: 0, ok: false, error: 'the embedded database exited' });
     const id = this.nextId++;
     return new Promise((resolve) => {
@@ -115,24 +139,17 @@ export class EmbeddedDatabase {
     });
   }
 
-  /** Closes every connection and drops everything the last attempt created. */
-  async reset(): Promise<void> {
-    const done = await this.command('reset', 30_000);
-    if (!done.ok) throw new KafkaIqError('DATABASE_UNAVAILABLE', `The embedded PostgreSQL could not be reset: ${done.error}`);
-  }
-
   /** The child's resident memory now, in MB. */
   async currentRssMb(): Promise<number | null> {
     const done = await this.command('stats', 10_000);
     return done.ok ? (done.rssMb ?? null) : null;
   }
 
+  /** Ends the process at once: its data lives only in its memory, so nothing is left to save or undo. */
   async stop(): Promise<void> {
     if (!this.alive) return;
     const exited = new Promise<void>((resolve) => this.child.once('exit', () => resolve()));
-    if (this.child.connected) this.child.send({ t: 'stop' } satisfies EmbeddedCommand);
-    const timer = setTimeout(() => this.child.kill('SIGKILL'), 5_000);
+    this.child.kill('SIGKILL');
     await exited;
-    clearTimeout(timer);
   }
 }

@@ -97,7 +97,7 @@ function renamed(message: Uint8Array, at: number, count: number, prefix: string,
 
 export class ConnectionQueue {
   private readonly jobs: Job[] = [];
-  /** Work of our own: cleanups after a connection closed, resets between attempts. */
+  /** Work of our own: cleanups after a connection closed. */
   private readonly tasks: { handlerId: number | null; run: () => Promise<void> }[] = [];
   private draining = false;
   /** The connection that has the backend (mid-exchange or in a transaction block), or null. */
@@ -133,11 +133,6 @@ export class ConnectionQueue {
   /** The connection closed: end its exchange, roll back its transaction, forget its statements. */
   clearTransactionIfNeeded(handlerId: number): Promise<void> {
     return this.task(handlerId, () => this.cleanup(handlerId));
-  }
-
-  /** Runs `fn` as soon as no connection owns the backend (resets between attempts). */
-  exclusive(fn: () => Promise<void>): Promise<void> {
-    return this.task(null, fn);
   }
 
   private task(handlerId: number | null, fn: () => Promise<void>): Promise<void> {

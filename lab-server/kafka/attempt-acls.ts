@@ -1,29 +1,31 @@
 /**
- * One attempt's Kafka identity: a user (kafka/credentials.ts) and the ACLs that wall it into its
- * namespace, granted before its program starts and deleted when the attempt ends. Least
- * privilege, allow-list only (the broker denies whatever no ACL allows):
- *  - every topic of the namespace (PREFIXED "NS-"): READ, DESCRIBE;
+ * One attempt's Kafka identity: a user (kafka/credentials.ts) and the ACLs that wall it into the
+ * names the lab gives it, granted before its program starts and deleted when the attempt ends.
+ * Least privilege, allow-list only (the broker denies whatever no ACL allows), every binding
+ * LITERAL: exactly the names of kafka/attempt-names.ts, nothing by prefix.
+ *  - each topic of the attempt: READ, DESCRIBE;
  *  - the topics the program writes (its outputs and the internal ones between its stages): WRITE;
- *  - its consumer groups (PREFIXED "NS-"): READ;
- *  - its transactional ids (PREFIXED "NS-"): WRITE, DESCRIBE;
+ *  - each consumer group the lab gives it: READ;
+ *  - each transactional id the lab gives it: WRITE, DESCRIBE;
  *  - the cluster: IDEMPOTENT_WRITE (implied by topic WRITE since Kafka 3.0, granted for older brokers).
  * No CREATE, DELETE, ALTER or ALTER_CONFIGS anywhere, nothing on internal topics unless a lab
- * declares a read of one (the hanging-transaction monitor reads __transaction_state).
+ * declares a read of one (the hanging-transaction monitor reads __transaction_state). The grader's
+ * own groups and transactional ids live under another prefix (attempt-names.ts), so no grant
+ * reaches them.
  */
 import type { Admin, Kafka } from 'kafkajs';
 import { describeError, KafkaIqError } from '../../src/shared/errors.ts';
 import { bestEffort } from '../core/best-effort.ts';
 import { retry } from '../core/retry.ts';
+import { GRADER_PREFIX, type LearnerNames } from './attempt-names.ts';
 import { createKafka, kafkajs, withAdmin, withAdminRetrying } from './client.ts';
 import { attemptUser, passwordFor, saslEnv } from './credentials.ts';
 
 const { AclResourceTypes, AclOperationTypes, AclPermissionTypes, ResourcePatternTypes } = kafkajs;
 
-export interface AttemptGrants {
-  /** Every name the attempt owns starts with `${namespace}-`. */
+export interface AttemptGrants extends LearnerNames {
+  /** Every topic, group and transactional id of the attempt starts with `${namespace}-`. */
   namespace: string;
-  /** Real names of the topics the program writes. */
-  writeTopics: readonly string[];
   /** Topics outside the namespace the lab's program must read (LITERAL, READ+DESCRIBE). */
   extraReadTopics?: readonly string[];
   /** When the user's password stops working, whatever happens to this process. */
@@ -32,36 +34,41 @@ export interface AttemptGrants {
 
 type AclEntry = Parameters<Admin['createAcls']>[0]['acl'][number];
 
-/** The ACL bindings of an attempt: exactly the list the file comment gives. */
+/** The ACL bindings of an attempt: exactly the list the file comment gives, one name each. */
 export function attemptAcls(user: string, grants: AttemptGrants): AclEntry[] {
   const principal = `User:${user}`;
   const prefix = `${grants.namespace}-`;
-  const allow = (resourceType: number, resourceName: string, resourcePatternType: number, operation: number): AclEntry => ({
+  const allow = (resourceType: number, resourceName: string, operation: number): AclEntry => ({
     resourceType,
     resourceName,
-    resourcePatternType,
+    resourcePatternType: ResourcePatternTypes.LITERAL,
     principal,
     host: '*',
     operation,
     permissionType: AclPermissionTypes.ALLOW,
   });
   const { TOPIC, GROUP, TRANSACTIONAL_ID, CLUSTER } = AclResourceTypes;
-  const { PREFIXED, LITERAL } = ResourcePatternTypes;
   const { READ, WRITE, DESCRIBE, IDEMPOTENT_WRITE } = AclOperationTypes;
-  for (const topic of grants.writeTopics) {
-    if (!topic.startsWith(prefix)) throw new KafkaIqError('INTERNAL', `write topic ${topic} is outside the attempt's namespace ${grants.namespace}`);
+  const own = [...grants.topics, ...grants.writeTopics, ...grants.groups, ...grants.transactionalIds];
+  for (const name of own) {
+    if (!name.startsWith(prefix) || name.startsWith(GRADER_PREFIX)) throw new KafkaIqError('INTERNAL', `${name} is outside the attempt's namespace ${grants.namespace}`);
   }
+  for (const topic of grants.writeTopics) {
+    if (!grants.topics.includes(topic)) throw new KafkaIqError('INTERNAL', `write topic ${topic} is not one of the attempt's topics`);
+  }
+  if (!grants.topics.length) throw new KafkaIqError('INTERNAL', 'an attempt needs at least one topic');
+  const [probe, ...others] = grants.topics;
   return [
-    allow(TOPIC, prefix, PREFIXED, READ),
-    ...grants.writeTopics.map((t) => allow(TOPIC, t, LITERAL, WRITE)),
-    allow(GROUP, prefix, PREFIXED, READ),
-    allow(TRANSACTIONAL_ID, prefix, PREFIXED, WRITE),
-    allow(TRANSACTIONAL_ID, prefix, PREFIXED, DESCRIBE),
-    allow(CLUSTER, 'kafka-cluster', LITERAL, IDEMPOTENT_WRITE),
-    ...(grants.extraReadTopics ?? []).flatMap((t) => [allow(TOPIC, t, LITERAL, READ), allow(TOPIC, t, LITERAL, DESCRIBE)]),
+    ...grants.topics.map((t) => allow(TOPIC, t, READ)),
+    ...others.map((t) => allow(TOPIC, t, DESCRIBE)),
+    ...grants.writeTopics.map((t) => allow(TOPIC, t, WRITE)),
+    ...grants.groups.map((g) => allow(GROUP, g, READ)),
+    ...grants.transactionalIds.flatMap((id) => [allow(TRANSACTIONAL_ID, id, WRITE), allow(TRANSACTIONAL_ID, id, DESCRIBE)]),
+    allow(CLUSTER, 'kafka-cluster', IDEMPOTENT_WRITE),
+    ...(grants.extraReadTopics ?? []).flatMap((t) => [allow(TOPIC, t, READ), allow(TOPIC, t, DESCRIBE)]),
     // Last on purpose: the broker applies one CreateAcls as one batch, and this is what
-    // waitUntilGranted probes for.
-    allow(TOPIC, prefix, PREFIXED, DESCRIBE),
+    // waitUntilGranted probes for (grantAttempt's probe topic is the first topic).
+    allow(TOPIC, probe!, DESCRIBE),
   ];
 }
 
@@ -79,7 +86,8 @@ export interface AttemptIdentity {
  * Grants the attempt its ACLs and waits until every broker enforces them: a program must never
  * start before its rights exist, or its first Metadata would fail with an authorization error.
  */
-export async function grantAttempt(kafka: Kafka, brokers: readonly string[], grants: AttemptGrants, probeTopic: string): Promise<AttemptIdentity> {
+export async function grantAttempt(kafka: Kafka, brokers: readonly string[], grants: AttemptGrants): Promise<AttemptIdentity> {
+  const probeTopic = grants.topics[0]!;
   const started = performance.now();
   const user = attemptUser(grants.namespace, grants.expiresAtMs);
   try {

@@ -1,11 +1,10 @@
 import { describeError, KafkaIqError } from '../../src/shared/errors.ts';
 import { createKafka, withAdmin, withClient } from './client.ts';
 import { COORDINATOR_TYPES, createInternalCluster } from './internal-cluster.ts';
+import { TRANSACTION_STATE_TOPIC } from './transaction-log.ts';
 
 // kafkajs's admin has no FindCoordinator for transactions; its internal Cluster sends it (the
 // producer uses the same call).
-
-export const TRANSACTION_STATE_TOPIC = '__transaction_state';
 
 export interface TransactionCoordinator {
   /** The broker (node id) that coordinates the transactional id's transactions right now. */

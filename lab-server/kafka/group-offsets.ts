@@ -1,7 +1,5 @@
 import type { Admin } from 'kafkajs';
 import { retry } from '../core/retry.ts';
-import { withClient } from './client.ts';
-import { createInternalCluster } from './internal-cluster.ts';
 
 export interface CommittedOffset {
   partition: number;
@@ -29,13 +27,4 @@ export const GRADER_KAFKA_RETRY = { retries: 10, minDelayMs: 200, maxDelayMs: 2_
 export async function fetchCommittedOffsets(admin: Admin, groupId: string, topic: string): Promise<CommittedOffset[]> {
   const [offsets] = await retry(() => admin.fetchOffsets({ groupId, topics: [topic] }), GRADER_KAFKA_RETRY);
   return (offsets?.partitions ?? []).map((p) => ({ partition: p.partition, offset: Number(p.offset) }));
-}
-
-/** Sends LeaveGroup for a member that cannot send it itself (its process was killed). */
-export async function removeGroupMember(brokers: string[], groupId: string, memberId: string): Promise<void> {
-  const cluster = createInternalCluster(brokers, { clientId: 'kafkaiq-grader', retry: { retries: 2 } });
-  await withClient(cluster, async () => {
-    const coordinator = await cluster.findGroupCoordinator({ groupId });
-    await coordinator.leaveGroup({ groupId, memberId });
-  });
 }

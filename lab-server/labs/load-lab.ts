@@ -9,6 +9,7 @@ import { CHECK_NAMES, type CheckName } from '../../src/shared/report.ts';
 import { parseExpectFail } from '../../src/shared/lab-coverage.ts';
 import { clientFile, KAFKA_CLIENTS, type KafkaClient } from '../../src/shared/clients.ts';
 import { apiLabProblems } from './api-rules.ts';
+import { learnerNames } from '../kafka/attempt-names.ts';
 
 export interface BrokenVariant {
   name: string;
@@ -162,6 +163,12 @@ function assertConsistent(id: string, lab: LabDefinition): void {
   if (!throughput && speedCheck) fail('checks: "throughput-speedup" needs a throughput block (baseline, records, minSpeedup)');
   if (throughput && !fs.existsSync(path.join(LABS_DIR, id, throughput.baseline))) {
     fail(`throughput.baseline: there is no labs/${id}/${throughput.baseline}`);
+  }
+  // The groups and transactional ids it declares expand to names (kafka/attempt-names.ts).
+  try {
+    learnerNames(lab, ['kiq-check'], lab.instances);
+  } catch (err) {
+    fail(err instanceof Error ? err.message : String(err));
   }
   // Labs that call the lab HTTP API (labs/api-rules.ts).
   for (const problem of apiLabProblems(lab)) fail(problem);

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import { asClusterSource, type ClusterHandle, type ClusterSource } from '../broker/cluster-pool.ts';
 import { describeError, KafkaIqError } from '../../src/shared/errors.ts';
 import type { DatabasePool } from '../db/pool.ts';
+import { randomNamespace } from '../kafka/attempt-names.ts';
 import { loadLab } from '../labs/load-lab.ts';
 import type { CheckName, GradeReport } from '../../src/shared/report.ts';
 import type { SessionListener } from './contract.ts';
@@ -27,7 +28,7 @@ export async function gradeProgram(
   clusters: ClusterSource | ClusterHandle,
   labId: string,
   program: ProgramInput,
-  options: { quick?: boolean; seed?: number; listener?: SessionListener; databases?: DatabasePool; namespacePrefix?: string } = {},
+  options: { quick?: boolean; seed?: number; listener?: SessionListener; databases?: DatabasePool } = {},
 ): Promise<GradeReport> {
   const lab = await loadLab(labId);
   const cluster = await asClusterSource(clusters).get(lab.definition.cluster);
@@ -36,7 +37,7 @@ export async function gradeProgram(
     program,
     brokers: cluster.brokers,
     control: cluster.control,
-    namespace: `${options.namespacePrefix ?? 'kiq-check'}-${labId}-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`,
+    namespace: randomNamespace(),
     mode: options.quick ? 'quick' : 'grade',
     seed: options.seed,
     listener: options.listener ?? silent,

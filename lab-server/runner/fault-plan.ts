@@ -25,6 +25,8 @@ export interface PlannedFault {
    * one of these: see the pipeline scenario's obligations.
    */
   points?: readonly CrashPoint[];
+  /** Its place in the plan (1-based): fault k of N in the learner's terminal, whatever its tries. */
+  ordinal?: number;
   /** 1 for the planned injection; 2, 3, ... when an owed fault is armed again. */
   attempt?: number;
   /** Injections of this fault that fell back while the program was restarting or the broker down: not counted as tries. */
@@ -73,7 +75,7 @@ export function planFaults(specs: FaultSpec[], seed: number, options: { joinsLas
   const rest = faults.filter((f) => !goesLast(f));
   const brokerFirst = rest[0]?.kind === 'broker-restart' && rest.length > 1;
   if (brokerFirst) rest.push(rest.shift()!);
-  return { seed, faults: [...rest, ...last] };
+  return { seed, faults: [...rest, ...last].map((f, i) => ({ ...f, ordinal: i + 1 })) };
 }
 
 export function randomSeed(): number {

@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { Kafka } from 'kafkajs';
 import type { ConsumedRecord, InspectCommand, InspectResult } from '../../src/shared/messages.ts';
 import type { GradeReport } from '../../src/shared/report.ts';
@@ -8,6 +8,7 @@ import { KafkaIqError } from '../../src/shared/errors.ts';
 import { createKafka, withAdmin } from '../kafka/client.ts';
 import { partitionOffsets, readTopic } from '../kafka/inspect.ts';
 import { fetchCommittedOffsets } from '../kafka/group-offsets.ts';
+import { randomNamespace } from '../kafka/attempt-names.ts';
 import { listTransactions } from '../kafka/transactions.ts';
 import { loadLab } from '../labs/load-lab.ts';
 import type { LabSessionApi, ManualFault, SessionListener } from './contract.ts';
@@ -33,7 +34,6 @@ export interface LabSessionOptions {
  * latest attempt's topics are kept, so `consume` and `offsets` can look at what just happened.
  */
 export class LabSession implements LabSessionApi {
-  private readonly prefix: string;
   private readonly kafka: Kafka;
   private readonly kafkaClientId: string;
   private attempts = 0;
@@ -45,10 +45,9 @@ export class LabSession implements LabSessionApi {
   private latest: Attempt | null = null;
 
   constructor(private readonly options: LabSessionOptions) {
-    // Learner-chosen session ids never reach topic names directly: hash them, and add a per-process
-    // salt so a server restart never reuses a namespace.
+    // The client id only labels the session's grader connections in broker logs; no Kafka name
+    // derives from the learner-chosen session id (each attempt's namespace is random, below).
     const digest = createHash('sha256').update(options.sessionId).digest('hex').slice(0, 8);
-    this.prefix = `kiq-${digest}${randomBytes(2).toString('hex')}`;
     this.kafkaClientId = `kafkaiq-session-${digest}`;
     this.kafka = createKafka(options.cluster.brokers, this.kafkaClientId);
   }
@@ -74,7 +73,8 @@ export class LabSession implements LabSessionApi {
       program: { kind: 'code', code },
       brokers: cluster.brokers,
       control: cluster.control,
-      namespace: `${this.prefix}-${this.attempts}`,
+      // 128 random bits per attempt: nothing the client sent, and never an earlier attempt's.
+      namespace: randomNamespace(),
       mode,
       seed,
       listener: this.options.listener,
@@ -182,7 +182,7 @@ export class LabSession implements LabSessionApi {
         };
       }
       case 'txns':
-        return { what: 'txns', transactions: await listTransactions(brokers, this.prefix) };
+        return { what: 'txns', transactions: this.latest ? await listTransactions(brokers, this.latest.namespace) : [] };
     }
   }
 

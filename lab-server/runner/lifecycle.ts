@@ -15,6 +15,9 @@ import { maintenanceFor, type MaintenanceLock } from '../broker/maintenance.ts';
 import { describeError, KafkaIqError } from '../../src/shared/errors.ts';
 import { BROKER_LIB_DIR, ROOT_DIR } from '../core/paths.ts';
 import { grantAttempt, type AttemptIdentity } from '../kafka/attempt-acls.ts';
+import { graderPrefix, learnerNames, type LearnerNames } from '../kafka/attempt-names.ts';
+import { fenceTransactionalIds } from '../kafka/fence.ts';
+import { GroupEvictor } from '../kafka/group-evictor.ts';
 import { createKafka } from '../kafka/client.ts';
 import { writeClientProperties } from '../kafka/credentials.ts';
 import { deleteTopics } from '../kafka/topics.ts';
@@ -27,6 +30,7 @@ import { driverFor, type ProgramDriver } from './driver/index.ts';
 import { randomSeed } from './fault-plan.ts';
 import { attemptScope } from './attempt-scope.ts';
 import { History } from './history.ts';
+import { MAX_INSTANCES } from './nemesis/manual.ts';
 import { createWorkDir } from './program/work-dirs.ts';
 import { OutputSink } from './program/output-sink.ts';
 import type { ProgramSource } from './program/program-instance.ts';
@@ -52,8 +56,10 @@ export interface ProgressFigures {
   faultsPlanned: number;
 }
 
-/** A lab kind's part of an attempt: prepare the cluster, play the plan (or a Run), collect and judge. */
-/** One lab kind's grade, in Jepsen's steps: plan (the generator), prepare, play, collect (the checkers). */
+/**
+ * A lab kind's part of an attempt, in Jepsen's steps: plan (the generator), prepare the cluster,
+ * play the plan (or a Run), collect what the program left and judge it (the checkers).
+ */
 export interface Scenario<Played = unknown> {
   /** The program's instances, once started (for restarts, self-exits and the instance list). */
   readonly supervisor: Supervisor | null;
@@ -102,6 +108,12 @@ export class AttemptLifecycle implements Attempt {
   private driverOf: ProgramDriver | null = null;
   /** The attempt's Kafka user and ACLs (granted after prepare, revoked at shutdown). */
   identity: AttemptIdentity | null = null;
+  /** Exactly the topics, groups and transactional ids the program may use (its grants). */
+  readonly names: LearnerNames;
+  /** Prefix of the grader's own groups and transactional ids: outside every learner grant. */
+  readonly graderId = graderPrefix();
+  /** Sends the LeaveGroups a killed instance could not, for the attempt's own groups only, over one client. */
+  readonly evictor: GroupEvictor;
   private progressTimer: NodeJS.Timeout | null = null;
   private stopRequested: () => void = () => {};
   readonly stopSignal = new Promise<void>((resolve) => (this.stopRequested = resolve));
@@ -118,7 +130,28 @@ export class AttemptLifecycle implements Attempt {
     this.workDir = createWorkDir();
     this.sink = new OutputSink((instance, stream, line) => options.listener.output(instance, stream, line), this.workDir);
     this.history = new History(() => this.elapsed());
+    this.names = this.learnerNames();
+    this.evictor = new GroupEvictor(options.brokers, (groupId) => this.ownsGroup(groupId));
     this.scenario = scenario(this);
+  }
+
+  /** Whether a consumer group is one of the attempt's own (granted) groups. */
+  ownsGroup(groupId: string): boolean {
+    return this.names.groups.includes(groupId);
+  }
+
+  /**
+   * The names the lab gives this attempt's program (kafka/attempt-names.ts): its namespace, and for
+   * a throughput lab the two measurement namespaces under it; as many TRANSACTIONAL_ID slots as
+   * instances can run (the lab's, plus the plan's joins; a Run may add instances up to MAX_INSTANCES).
+   */
+  private learnerNames(): LearnerNames {
+    const { definition } = this.lab;
+    const { mode } = this.options;
+    const namespaces = [this.namespace, ...(definition.kind === 'pipeline' && definition.throughput ? [`${this.namespace}-base`, `${this.namespace}-speed`] : [])];
+    const joins = (mode === 'quick' ? definition.faults.quick : definition.faults.full).filter((f) => f.kind === 'join').length;
+    const slots = mode === 'run' ? MAX_INSTANCES : Math.min(MAX_INSTANCES, definition.instances + joins);
+    return learnerNames(definition, namespaces, slots);
   }
 
   realTopic(logical: string): string {
@@ -160,12 +193,9 @@ export class AttemptLifecycle implements Attempt {
     return { ...this.identity.env, KAFKA_CLIENT_CONFIG: config, JAVA_TOOL_OPTIONS: `-javaagent:${path.join(BROKER_LIB_DIR, 'kafkaiq-launcher.jar')}=${config}` };
   }
 
-  /** Grants the attempt its namespace on the cluster (kafka/attempt-acls.ts). */
+  /** Grants the attempt exactly its names on the cluster (kafka/attempt-acls.ts). */
   private async grantIdentity(): Promise<void> {
     const { definition } = this.lab;
-    // A throughput lab's program also runs in two measurement namespaces under this one.
-    const namespaces = [this.namespace, ...(definition.kind === 'pipeline' && definition.throughput ? [`${this.namespace}-base`, `${this.namespace}-speed`] : [])];
-    const writes = definition.topics.filter((t) => t.role !== 'input').flatMap((t) => namespaces.map((ns) => `${ns}-${t.name}`));
     // Like the grader's other Kafka work: not while a broker restart of another grade is under way,
     // nor while a node killed by one is still coming back (the ACL requests may go to any node).
     this.identity = await this.maintenance.withSharedWhole(() => grantAttempt(
@@ -173,13 +203,12 @@ export class AttemptLifecycle implements Attempt {
       this.options.brokers,
       {
         namespace: this.namespace,
-        writeTopics: writes,
+        ...this.names,
         // The monitor decodes the coordinator's log (kafkajs has no DescribeTransactions); see AUTHORING.
         extraReadTopics: definition.kind === 'monitor' ? ['__transaction_state'] : [],
         // Past any deadline this attempt can have (twice its limit, plus broker downtime slack).
         expiresAtMs: Date.now() + 2 * this.limitMs + 15 * 60_000,
       },
-      this.realTopic(definition.topics[0]!.name),
     ));
   }
 
@@ -348,11 +377,22 @@ export class AttemptLifecycle implements Attempt {
     this.stopping = true;
     if (this.progressTimer) clearInterval(this.progressTimer);
     await this.scenario.shutdown();
-    // Every program process is gone: take the attempt's rights back.
+    await this.evictor.close();
+    // Every program process is gone: end its transactions, then take the attempt's rights back.
+    if (this.identity) await this.fenceTransactions();
     await this.identity?.revoke();
     fs.rmSync(this.workDir, { recursive: true, force: true });
     this.phase = 'done';
     this.emitState();
+  }
+
+  /** Fences every transactional id the attempt used (kafka/fence.ts): bounded, best effort. */
+  private async fenceTransactions(): Promise<void> {
+    const result = await fenceTransactionalIds(this.options.brokers, this.namespace, this.names.transactionalIds);
+    if (result.failed.length || result.timedOut) {
+      const what = result.failed.slice(0, 3).map((f) => `${f.id}: ${f.error}`).join('; ');
+      process.stderr.write(`[kafkaiq] ${this.namespace}: fenced ${result.fenced.length} transactional id(s)${result.timedOut ? ', then ran out of time' : ''}${what ? `; not fenced: ${what}` : ''}\n`);
+    }
   }
 
   emitProgress(): void {

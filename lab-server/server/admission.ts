@@ -1,9 +1,9 @@
 /**
  * The WebSocket as a public endpoint: who may connect, how much each may send, and how many
  * grades run at once. Allow-list and bounded everywhere:
- *  - Origin: the site's own (or one the operator allows); a request without Origin is refused
- *    unless the operator opts in (a non-browser client on a private server);
- *  - per IP: a cap on open connections;
+ *  - Host and Origin: the configured origins only (perimeter.ts); a request without Origin is
+ *    refused unless the operator opts in (a non-browser client on a private server);
+ *  - per IP: a cap on open connections; per learner (address): runs and grades (learner-quotas.ts);
  *  - per connection: a token bucket of messages;
  *  - the whole server: a cap on concurrent grades, the rest wait in a bounded FIFO queue whose
  *    position each waiting learner is told.
@@ -21,10 +21,22 @@ export interface AdmissionLimits {
   concurrentGrades: number;
   /** Grades waiting at most; one more is refused (BUSY). */
   gradeQueue: number;
+  /** Runs one learner (address) may have at once. */
+  runsPerLearner: number;
+  /** Grades one learner (address) may have running or waiting at once. */
+  gradesPerLearner: number;
 }
 
 /** Sized for a 2-core lab server: a grade keeps about one core busy while faults play. */
-export const DEFAULT_LIMITS: AdmissionLimits = { connectionsPerIp: 8, messagesPerSecond: 20, messageBurst: 60, concurrentGrades: 4, gradeQueue: 100 };
+export const DEFAULT_LIMITS: AdmissionLimits = {
+  connectionsPerIp: 8,
+  messagesPerSecond: 20,
+  messageBurst: 60,
+  concurrentGrades: 4,
+  gradeQueue: 100,
+  runsPerLearner: 3,
+  gradesPerLearner: 2,
+};
 
 /** KAFKAIQ_MAX_GRADES etc. override the defaults (checked: a typo must not lift a limit). */
 export function limitsFromEnv(env: NodeJS.ProcessEnv = process.env): AdmissionLimits {
@@ -41,22 +53,9 @@ export function limitsFromEnv(env: NodeJS.ProcessEnv = process.env): AdmissionLi
     messageBurst: read('KAFKAIQ_MESSAGE_BURST', DEFAULT_LIMITS.messageBurst),
     concurrentGrades: read('KAFKAIQ_MAX_GRADES', DEFAULT_LIMITS.concurrentGrades),
     gradeQueue: read('KAFKAIQ_GRADE_QUEUE', DEFAULT_LIMITS.gradeQueue),
+    runsPerLearner: read('KAFKAIQ_RUNS_PER_LEARNER', DEFAULT_LIMITS.runsPerLearner),
+    gradesPerLearner: read('KAFKAIQ_GRADES_PER_LEARNER', DEFAULT_LIMITS.gradesPerLearner),
   };
-}
-
-/**
- * Same origin as the page (the Host header), or one the operator allowed. No Origin at all is a
- * non-browser client: refused unless allowMissing (any program on the internet can omit it).
- */
-export function originAllowed(req: http.IncomingMessage, allowed: readonly string[], allowMissing: boolean): boolean {
-  const origin = req.headers.origin;
-  if (origin === undefined) return allowMissing;
-  if (allowed.includes(origin)) return true;
-  try {
-    return new URL(origin).host === req.headers.host;
-  } catch {
-    return false;
-  }
 }
 
 /** Open connections per IP. */

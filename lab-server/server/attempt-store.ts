@@ -9,6 +9,7 @@ import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { STATE_DIR } from '../core/paths.ts';
 import { KafkaIqError } from '../../src/shared/errors.ts';
+import { displayNameKey } from '../../src/shared/class-view.ts';
 import type { AttemptSummary } from '../../src/shared/messages.ts';
 import { gradeReportSchema, type GradeReport } from '../../src/shared/report.ts';
 import { parseWithFriendlyErrors } from '../../src/shared/validate.ts';
@@ -16,6 +17,8 @@ import { parseWithFriendlyErrors } from '../../src/shared/validate.ts';
 export const DEFAULT_ATTEMPTS_FILE = path.join(STATE_DIR, 'attempts.sqlite');
 /** History lists the newest attempts only; the full record stays in the file. */
 const HISTORY_LIMIT = 100;
+/** The class view shows this many learners per page at most. */
+export const MAX_ROSTER_PAGE = 200;
 
 export interface AttemptHistory {
   attempts: AttemptSummary[];
@@ -35,13 +38,23 @@ export interface LearnerSummary {
   latest: { lab: string; at: string; report: GradeReport }[];
 }
 
+/** One page of the class view's learners, and how many there are in all. */
+export interface RosterPage {
+  learners: LearnerSummary[];
+  /** Learners with at least one grade. */
+  total: number;
+}
+
 export interface AttemptStore {
   /** Saves a finished grade; returns the attempt id. */
   save(sessionId: string, report: GradeReport): number;
-  /** Sets (or with null, forgets) the name the learner chose to show their instructor. */
-  setDisplayName(sessionId: string, displayName: string | null): void;
-  /** Every learner with at least one attempt or a display name, for the class view. */
-  classRoster(): LearnerSummary[];
+  /**
+   * Sets (or with null, forgets) the name the learner chose to show their instructor; 'taken'
+   * when another learner's name looks the same (displayNameKey), and nothing changes then.
+   */
+  setDisplayName(sessionId: string, displayName: string | null): 'saved' | 'taken';
+  /** One page of the learners with at least one grade (named ones first, by name), for the class view. */
+  classRoster(page: { offset: number; limit: number }): RosterPage;
   history(sessionId: string, lab?: string): AttemptHistory;
   /** One full report, only if it belongs to this session. */
   get(sessionId: string, attemptId: number): GradeReport | null;
@@ -71,6 +84,9 @@ const MIGRATIONS: readonly string[] = [
      display_name TEXT NOT NULL,
      updated_at   TEXT NOT NULL
    );`,
+  // Names unique within the class by what they look like; keys are filled in by fillNameKeys().
+  `ALTER TABLE learners ADD COLUMN name_key TEXT;
+   CREATE UNIQUE INDEX learners_by_name_key ON learners (name_key);`,
 ];
 
 interface AttemptRow {
@@ -89,6 +105,7 @@ export function openAttemptStore(options: { file?: string } = {}): AttemptStore 
   const db = new DatabaseSync(file, { timeout: 5000 });
   db.exec('PRAGMA journal_mode = WAL');
   migrate(db, file);
+  fillNameKeys(db);
 
   const insert = db.prepare(
     `INSERT INTO attempts (session_id, lab, verdict, seed, quick, duration_ms, created_at, report)
@@ -108,17 +125,20 @@ export function openAttemptStore(options: { file?: string } = {}): AttemptStore 
   );
   const one = db.prepare(`SELECT report FROM attempts WHERE id = ? AND session_id = ?`);
   const upsertName = db.prepare(
-    `INSERT INTO learners (session_id, display_name, updated_at) VALUES (?, ?, ?)
-     ON CONFLICT (session_id) DO UPDATE SET display_name = excluded.display_name, updated_at = excluded.updated_at`,
+    `INSERT INTO learners (session_id, display_name, updated_at, name_key) VALUES (?, ?, ?, ?)
+     ON CONFLICT (session_id) DO UPDATE SET display_name = excluded.display_name, updated_at = excluded.updated_at, name_key = excluded.name_key`,
   );
+  const nameOwner = db.prepare(`SELECT session_id FROM learners WHERE name_key = ?`);
   const deleteName = db.prepare(`DELETE FROM learners WHERE session_id = ?`);
+  // Only learners with a grade: a name alone (or thousands of them) never reaches the page.
   const roster = db.prepare(
-    `SELECT s.session_id AS session_id, l.display_name AS display_name,
-            (SELECT COUNT(*) FROM attempts a WHERE a.session_id = s.session_id) AS attempts
-       FROM (SELECT session_id FROM attempts UNION SELECT session_id FROM learners) s
+    `SELECT s.session_id AS session_id, l.display_name AS display_name, s.attempts AS attempts
+       FROM (SELECT session_id, COUNT(*) AS attempts FROM attempts GROUP BY session_id) s
        LEFT JOIN learners l ON l.session_id = s.session_id
-      ORDER BY COALESCE(l.display_name, s.session_id)`,
+      ORDER BY l.name_key IS NULL, l.name_key, s.session_id
+      LIMIT ? OFFSET ?`,
   );
+  const rosterSize = db.prepare(`SELECT COUNT(DISTINCT session_id) AS n FROM attempts`);
   const latestPerLab = db.prepare(
     `SELECT lab, created_at, report FROM attempts
       WHERE id IN (SELECT MAX(id) FROM attempts WHERE session_id = ? GROUP BY lab)
@@ -156,12 +176,23 @@ export function openAttemptStore(options: { file?: string } = {}): AttemptStore 
       };
     },
     setDisplayName(sessionId, displayName) {
-      if (displayName === null) deleteName.run(sessionId);
-      else upsertName.run(sessionId, displayName, new Date().toISOString());
+      if (displayName === null) {
+        deleteName.run(sessionId);
+        return 'saved';
+      }
+      const key = displayNameKey(displayName);
+      const owner = nameOwner.get(key) as { session_id: string } | undefined;
+      if (owner && owner.session_id !== sessionId) return 'taken';
+      // The unique index backs this check up against another server on the same file.
+      upsertName.run(sessionId, displayName, new Date().toISOString(), key);
+      return 'saved';
     },
-    classRoster() {
-      const learners = roster.all() as unknown as { session_id: string; display_name: string | null; attempts: number }[];
-      return learners.map((row) => ({
+    classRoster(page) {
+      const limit = Math.max(1, Math.min(MAX_ROSTER_PAGE, Math.floor(page.limit)));
+      const offset = Math.max(0, Math.floor(page.offset));
+      const total = Number((rosterSize.get() as { n: number }).n);
+      const rows = roster.all(limit, offset) as unknown as { session_id: string; display_name: string | null; attempts: number }[];
+      const learners = rows.map((row) => ({
         label: `learner ${createHash('sha256').update(row.session_id).digest('hex').slice(0, 8)}`,
         displayName: row.display_name,
         attempts: Number(row.attempts),
@@ -172,6 +203,7 @@ export function openAttemptStore(options: { file?: string } = {}): AttemptStore 
           report: parseWithFriendlyErrors(gradeReportSchema, JSON.parse(r.report), `Stored attempt of ${r.lab}`, 'INTERNAL'),
         })),
       }));
+      return { learners, total };
     },
     get(sessionId, attemptId) {
       const row = one.get(attemptId, sessionId) as { report: string } | undefined;
@@ -183,6 +215,30 @@ export function openAttemptStore(options: { file?: string } = {}): AttemptStore 
       db.close();
     },
   };
+}
+
+/**
+ * Names saved before keys existed get theirs; of two that look the same, the older one keeps it
+ * and the newer learner is anonymous again (they can choose another name).
+ */
+function fillNameKeys(db: DatabaseSync): void {
+  const rows = db.prepare(`SELECT session_id, display_name FROM learners WHERE name_key IS NULL ORDER BY updated_at`).all() as unknown as { session_id: string; display_name: string }[];
+  if (rows.length === 0) return;
+  const taken = db.prepare(`SELECT 1 FROM learners WHERE name_key = ?`);
+  const setKey = db.prepare(`UPDATE learners SET name_key = ? WHERE session_id = ?`);
+  const drop = db.prepare(`DELETE FROM learners WHERE session_id = ?`);
+  db.exec('BEGIN IMMEDIATE');
+  try {
+    for (const row of rows) {
+      const key = displayNameKey(row.display_name);
+      if (key === '' || taken.get(key)) drop.run(row.session_id);
+      else setKey.run(key, row.session_id);
+    }
+    db.exec('COMMIT');
+  } catch (error) {
+    db.exec('ROLLBACK');
+    throw error;
+  }
 }
 
 function migrate(db: DatabaseSync, file: string): void {

@@ -1,38 +1,57 @@
 /**
- * JSON API over the attempt store:
- *   GET /api/attempts?session=<id>[&lab=<lab>]  -> { attempts, passedLabs }
- *   GET /api/attempts/<attemptId>?session=<id>  -> the full GradeReport
- *   PUT /api/attempts/display-name?session=<id>  { displayName: string | null } -> 204
- * The session id is the learner's only credential, so an attempt is only shown to its own session.
+ * JSON API over the attempt store; the session id travels in the X-KafkaIQ-Session header:
+ *   GET /api/attempts[?lab=<lab>]  -> { attempts, passedLabs }
+ *   GET /api/attempts/<attemptId>  -> the full GradeReport
+ *   PUT /api/attempts/display-name  { displayName: string | null } -> 204 (409 taken, 429 too often)
+ * The session id is the learner's only credential, so an attempt is only shown to its own session,
+ * and it never rides in a URL (URLs land in logs, history and Referer): `?session=` is ignored.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { helloMessageSchema } from '../../src/shared/messages.ts';
 import { labIdSchema } from '../../src/shared/lab.ts';
 import { displayNameRequestSchema } from '../../src/shared/class-view.ts';
 import { describeError } from '../../src/shared/errors.ts';
+import { requestUrl } from './perimeter.ts';
 import type { AttemptStore } from './attempt-store.ts';
+import type { KeyedRate } from './learner-quotas.ts';
 
 export const ATTEMPTS_API_PREFIX = '/api/attempts';
+/** The header that carries the learner's session id (lower case, as Node gives headers). */
+export const SESSION_HEADER = 'x-kafkaiq-session';
+
+/** Display-name changes allowed per session and per learner address (learner-quotas.ts). */
+export interface NameChangeLimits {
+  perSession: KeyedRate;
+  perLearner: KeyedRate;
+  /** The requesting learner's address. */
+  learner: string;
+}
 const DISPLAY_NAME_PATH = `${ATTEMPTS_API_PREFIX}/display-name`;
 /** A display-name request is a few dozen bytes; anything much larger is not one. */
 const MAX_BODY_BYTES = 1024;
 const sessionIdSchema = helloMessageSchema.shape.sessionId;
 
 /** Handles the request if it is an attempts API call; returns false to let others handle it. */
-export function handleAttemptsApi(req: IncomingMessage, res: ServerResponse, store: AttemptStore): boolean {
-  const url = new URL(req.url ?? '/', 'http://localhost');
+export function handleAttemptsApi(req: IncomingMessage, res: ServerResponse, store: AttemptStore, names: NameChangeLimits): boolean {
+  const url = requestUrl(req);
   if (url.pathname !== ATTEMPTS_API_PREFIX && !url.pathname.startsWith(`${ATTEMPTS_API_PREFIX}/`)) return false;
   const expected = url.pathname === DISPLAY_NAME_PATH ? 'PUT' : 'GET';
   if (req.method !== expected) {
     sendJson(res, 405, { error: `Only ${expected} is supported here` });
     return true;
   }
-  const session = sessionIdSchema.safeParse(url.searchParams.get('session'));
+  const session = sessionIdSchema.safeParse(req.headers[SESSION_HEADER]);
   if (!session.success) {
-    sendJson(res, 400, { error: 'Give your session id: ?session=<8-64 letters, digits, _ or ->' });
+    sendJson(res, 400, { error: 'Give your session id in the X-KafkaIQ-Session header (8-64 letters, digits, _ or -), never in the URL' });
     return true;
   }
   if (expected === 'PUT') {
+    const wait = Math.max(names.perSession.take(session.data), names.perLearner.take(names.learner));
+    if (wait > 0) {
+      res.setHeader('Retry-After', String(wait));
+      sendJson(res, 429, { error: `Display name changed too often: try again in ${wait} s.` });
+      return true;
+    }
     void setDisplayName(req, res, store, session.data);
     return true;
   }
@@ -71,7 +90,9 @@ async function setDisplayName(req: IncomingMessage, res: ServerResponse, store: 
     }
     const parsed = displayNameRequestSchema.safeParse(body);
     if (!parsed.success) return sendJson(res, 400, { error: parsed.error.issues[0]?.message ?? 'invalid display name' });
-    store.setDisplayName(sessionId, parsed.data.displayName);
+    if (store.setDisplayName(sessionId, parsed.data.displayName) === 'taken') {
+      return sendJson(res, 409, { error: 'Another learner in this class already has that name (or one that looks the same): choose another.' });
+    }
     res.writeHead(204, { 'Cache-Control': 'no-store' }).end();
   } catch (err) {
     if (!res.headersSent) sendJson(res, 500, { error: `Could not save the display name: ${describeError(err)}` });

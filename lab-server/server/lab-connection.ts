@@ -11,6 +11,7 @@ import { parseWithFriendlyErrors } from '../../src/shared/validate.ts';
 import type { GradeReport } from '../../src/shared/report.ts';
 import type { GradeQueue, MessageRate } from './admission.ts';
 import type { AttemptStore } from './attempt-store.ts';
+import type { LearnerQuotas } from './learner-quotas.ts';
 import { boundReport } from './bounded-report.ts';
 import type { BrokerHealth, BrokerHealthState } from '../broker/health.ts';
 
@@ -35,6 +36,9 @@ export interface ConnectionDeps {
   grades: GradeQueue;
   /** This connection's message budget. */
   rate: MessageRate;
+  /** Runs and grades per learner, and who this connection's learner is (their address). */
+  quotas: LearnerQuotas;
+  learner: string;
   log: (line: string) => void;
   /** Called once hello is accepted; returns the connection this one replaces (same session id). */
   claimSession(sessionId: string, connection: LabConnection): LabConnection | undefined;
@@ -50,6 +54,10 @@ const MAX_OUTPUT_LINE = 8 * 1024;
 export class LabConnection {
   /** Cleared before each keepalive ping, set again by the pong. */
   alive = true;
+  /** Whether hello was accepted (a socket that never says it is closed by the server). */
+  get greeted(): boolean {
+    return this.session !== null;
+  }
   private sessionId: string | null = null;
   private session: LabSessionApi | null = null;
   private helloPending = false;
@@ -177,11 +185,14 @@ export class LabConnection {
     if (this.activity) {
       throw new KafkaIqError('BUSY', `A ${this.activity} is already active: stop it first (Stop button or \`stop\`)`);
     }
+    // Counted per learner from here, a grade's wait in the queue included.
+    const release = this.deps.quotas.take(this.deps.learner, kind);
     this.activity = kind;
     try {
       await work();
     } finally {
       this.activity = null;
+      release();
     }
   }
 

@@ -10,8 +10,11 @@ import { describeError } from '../../src/shared/errors.ts';
 import type { AttemptStore } from './attempt-store.ts';
 import { handleAttemptsApi } from './attempts-api.ts';
 import { handleClassView } from './class-view.ts';
-import { ConnectionsPerIp, DEFAULT_LIMITS, GradeQueue, MessageRate, clientIp, originAllowed, type AdmissionLimits } from './admission.ts';
+import { ConnectionsPerIp, DEFAULT_LIMITS, GradeQueue, MessageRate, clientIp, type AdmissionLimits } from './admission.ts';
+import { InstructorSessions } from './instructor-session.ts';
 import { LabConnection, type ClusterInfo, type CreateSession } from './lab-connection.ts';
+import { KeyedRate, LearnerQuotas } from './learner-quotas.ts';
+import { Perimeter } from './perimeter.ts';
 import { createStaticHandler } from './static-files.ts';
 
 export type { ClusterInfo, CreateSession } from './lab-connection.ts';
@@ -28,6 +31,8 @@ export const MESSAGE_TOO_BIG_REASON = `Message larger than ${MAX_MESSAGE_BYTES /
  * check closes with a reason a person can read.
  */
 const TRANSPORT_MAX_PAYLOAD = 4 * MAX_MESSAGE_BYTES;
+/** A socket that has not said hello by then is closed: idle sockets would hold a learner's connection slots. */
+export const HELLO_DEADLINE_MS = 10_000;
 
 export interface LabServerOptions {
   /** 0 picks a free port. */
@@ -42,10 +47,12 @@ export interface LabServerOptions {
   /** Ping interval; a client that has not answered the previous ping is dropped. */
   keepaliveMs?: number;
   /**
-   * Origins besides the server's own that may open the WebSocket (e.g. the Astro dev server).
-   * Browsers always send Origin: this stops other web sites from running programs through it.
+   * Origins the course is served under besides the server's loopback ones (KAFKAIQ_ORIGINS, the
+   * Astro dev server's): the Host allow-list and the Origin check both use them (perimeter.ts).
    */
   allowedOrigins?: string[];
+  /** Trust X-Forwarded-Proto and -For from a proxy the operator runs (KAFKAIQ_TRUST_PROXY=1). */
+  trustProxy?: boolean;
   /** Turns on the instructor's class view at /instructor (see class-view.ts). */
   instructorToken?: string;
   /** Accept a WebSocket without Origin (a non-browser client); off by default. */
@@ -58,6 +65,8 @@ export interface LabServer {
   readonly port: number;
   /** http://host:port */
   readonly url: string;
+  /** Allows more origins (e.g. the dev server's, once it listens). */
+  allowOrigins(origins: readonly string[]): void;
   /** Closes every session (their runs stop) and the server. */
   close(): Promise<void>;
 }
@@ -70,11 +79,18 @@ export async function createLabServer(options: LabServerOptions): Promise<LabSer
   const limits = options.limits ?? DEFAULT_LIMITS;
   const perIp = new ConnectionsPerIp(limits.connectionsPerIp);
   const grades = new GradeQueue(limits.concurrentGrades, limits.gradeQueue);
+  const quotas = new LearnerQuotas({ runs: limits.runsPerLearner, grades: limits.gradesPerLearner });
+  // A name is chosen once or twice: a few changes in a row, then one every 30 s per learner.
+  const nameChanges = { perSession: new KeyedRate(5, 2), perLearner: new KeyedRate(20, 10) };
+  const sessions = options.instructorToken === undefined ? undefined : new InstructorSessions(options.instructorToken);
+  // Known once the server listens (its port is part of its origins); nothing is served before.
+  let perimeter!: Perimeter;
 
   const server = http.createServer((req, res) => {
     try {
-      if (handleAttemptsApi(req, res, options.store)) return;
-      if (handleClassView(req, res, options.store, options.instructorToken)) return;
+      if (!perimeter.admit(req, res)) return;
+      if (handleAttemptsApi(req, res, options.store, { ...nameChanges, learner: clientIp(req) })) return;
+      if (handleClassView(req, res, { store: options.store, sessions, secure: (r) => perimeter.secure(r) })) return;
     } catch (err) {
       log(`attempts API failed: ${describeError(err)}`);
       if (!res.headersSent) res.writeHead(500, { 'Content-Type': 'application/json' });
@@ -91,21 +107,24 @@ export async function createLabServer(options: LabServerOptions): Promise<LabSer
   const wss = new WebSocketServer({ noServer: true, maxPayload: TRANSPORT_MAX_PAYLOAD });
   server.on('upgrade', (req, socket: Duplex, head) => {
     const path = (req.url ?? '').split('?', 1)[0];
+    if (!perimeter.hostAllowed(req)) return rejectUpgrade(socket, 421, 'Misdirected Request');
     if (path !== WS_PATH) return rejectUpgrade(socket, 404, 'Not Found');
-    if (!originAllowed(req, options.allowedOrigins ?? [], options.allowMissingOrigin ?? false)) return rejectUpgrade(socket, 403, 'Forbidden');
+    if (!perimeter.originAllowed(req, options.allowMissingOrigin ?? false)) return rejectUpgrade(socket, 403, 'Forbidden');
     const ip = clientIp(req);
     if (!perIp.admit(ip)) return rejectUpgrade(socket, 429, 'Too Many Requests');
     socket.once('close', () => perIp.release(ip));
-    wss.handleUpgrade(req, socket, head, (ws) => accept(ws));
+    wss.handleUpgrade(req, socket, head, (ws) => accept(ws, ip));
   });
 
-  function accept(ws: WebSocket) {
+  function accept(ws: WebSocket, learner: string) {
     const connection = new LabConnection(ws, {
       createSession: options.createSession,
       store: options.store,
       cluster: options.cluster,
       grades,
       rate: new MessageRate(limits.messagesPerSecond, limits.messageBurst),
+      quotas,
+      learner,
       log,
       claimSession(sessionId, claimer) {
         const previous = bySession.get(sessionId);
@@ -117,6 +136,10 @@ export async function createLabServer(options: LabServerOptions): Promise<LabSer
       },
     });
     connections.add(connection);
+    const helloDeadline = setTimeout(() => {
+      if (!connection.greeted) ws.close(1008, `No hello within ${HELLO_DEADLINE_MS / 1000} s`);
+    }, HELLO_DEADLINE_MS);
+    helloDeadline.unref();
     ws.on('pong', () => {
       connection.alive = true;
     });
@@ -131,6 +154,7 @@ export async function createLabServer(options: LabServerOptions): Promise<LabSer
     // Transport errors (e.g. a frame over TRANSPORT_MAX_PAYLOAD) close the socket; 'close' cleans up.
     ws.on('error', (err) => log(`websocket error: ${describeError(err)}`));
     ws.on('close', () => {
+      clearTimeout(helloDeadline);
       connections.delete(connection);
       void connection.dispose();
     });
@@ -163,10 +187,12 @@ export async function createLabServer(options: LabServerOptions): Promise<LabSer
   });
   const address = server.address() as AddressInfo;
   const hostForUrl = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  perimeter = new Perimeter({ port: address.port, bindHost: address.address, origins: options.allowedOrigins, trustProxy: options.trustProxy });
 
   return {
     port: address.port,
     url: `http://${hostForUrl}:${address.port}`,
+    allowOrigins: (origins) => perimeter.allow(origins),
     async close() {
       clearInterval(keepalive);
       unsubscribeHealth?.();

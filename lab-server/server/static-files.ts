@@ -2,12 +2,15 @@
  * Serves the built course site (dist/) the way a static host would: content types, index.html
  * for folders, the site's own 404 page, long caching for Astro's hashed assets, gzip for text.
  * Paths are checked before touching the disk, so nothing outside the site folder is reachable.
+ * An HTML page's Content-Security-Policy allows exactly its own inline scripts, by hash.
  */
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import zlib from 'node:zlib';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { localLocation, sitePolicy } from './perimeter.ts';
 
 const CONTENT_TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -54,7 +57,7 @@ export function createStaticHandler(staticDir: string): StaticHandler {
     const target = await resolveFile(root, urlPath);
     if (target.kind === 'redirect') {
       const query = (req.url ?? '').includes('?') ? (req.url ?? '').slice((req.url ?? '').indexOf('?')) : '';
-      res.writeHead(301, { Location: target.location + query }).end();
+      res.writeHead(301, { Location: localLocation(target.location + query) }).end();
       return;
     }
     if (target.kind === 'missing') {
@@ -80,7 +83,8 @@ export function safeUrlPath(requestTarget: string): string | null {
   } catch {
     return null;
   }
-  if (decoded.includes('\0') || decoded.includes('\\')) return null;
+  // Control characters (browsers drop tabs and newlines from URLs) and backslashes are no path.
+  if (/[\x00-\x1f\x7f\\]/.test(decoded)) return null;
   if (decoded.split('/').some((segment) => segment === '..' || segment === '.')) return null;
   return decoded;
 }
@@ -95,7 +99,8 @@ async function resolveFile(root: string, urlPath: string): Promise<Resolved> {
   if (stat?.isFile()) return { kind: 'file', file: candidate };
   if (stat?.isDirectory()) {
     // Pages link with a trailing slash; relative links inside index.html need it too.
-    if (!urlPath.endsWith('/')) return { kind: 'redirect', location: encodeURI(urlPath + '/') };
+    // One leading slash: `//host/` in a Location is another site (localLocation checks again).
+    if (!urlPath.endsWith('/')) return { kind: 'redirect', location: encodeURI(`/${urlPath.replace(/^\/+/, '')}/`) };
     const index = path.join(candidate, 'index.html');
     if ((await fs.promises.stat(index).catch(() => null))?.isFile()) return { kind: 'file', file: index }; // no index.html: missing
   }
@@ -117,6 +122,7 @@ async function sendFile(req: IncomingMessage, res: ServerResponse, file: string 
     'X-Content-Type-Options': 'nosniff',
     Vary: 'Accept-Encoding',
   };
+  if (type.startsWith('text/html')) headers['Content-Security-Policy'] = sitePolicy(String(req.headers.host ?? ''), await inlineScriptHashes(file, stat.mtimeMs));
   if (gzip) headers['Content-Encoding'] = 'gzip';
   else headers['Content-Length'] = stat.size;
   res.writeHead(status, headers);
@@ -127,4 +133,24 @@ async function sendFile(req: IncomingMessage, res: ServerResponse, file: string 
   const source = fs.createReadStream(file);
   // A client that goes away mid-download is normal, not a server error.
   await (gzip ? pipeline(source, zlib.createGzip(), res) : pipeline(source, res)).catch(() => {});
+}
+
+/** Pages of the built site by file: their inline scripts' hashes, until the file changes. */
+const hashCache = new Map<string, { mtimeMs: number; hashes: string[] }>();
+const HASH_CACHE_LIMIT = 2_000;
+
+/** SHA-256 (base64) of each inline `<script>` of a page: what its CSP allows to run. */
+async function inlineScriptHashes(file: string, mtimeMs: number): Promise<string[]> {
+  const cached = hashCache.get(file);
+  if (cached?.mtimeMs === mtimeMs) return cached.hashes;
+  const html = await fs.promises.readFile(file, 'utf8');
+  const hashes = new Set<string>();
+  for (const match of html.matchAll(/<script\b([^>]*)>([\s\S]*?)<\/script\s*>/gi)) {
+    if (/\bsrc\s*=/i.test(match[1] ?? '')) continue;
+    hashes.add(createHash('sha256').update(match[2] ?? '', 'utf8').digest('base64'));
+  }
+  if (hashCache.size >= HASH_CACHE_LIMIT) hashCache.clear();
+  const entry = { mtimeMs, hashes: [...hashes] };
+  hashCache.set(file, entry);
+  return entry.hashes;
 }

@@ -9,6 +9,13 @@
  */
 import type { GradeReport } from './report.ts';
 import { landingNote } from './fault-landing.ts';
+import { showControlCharacters } from './sanitise.ts';
+
+/**
+ * Reports carry text the learner's program chose (record keys and values in evidence, notes): every
+ * span is sanitised by the one sanitiser (sanitise.ts) before a renderer adds its colours.
+ */
+export { showControlCharacters };
 
 /** What a span means; each renderer picks its colour. */
 export type Tone = 'plain' | 'pass' | 'fail' | 'warn' | 'dim';
@@ -48,23 +55,6 @@ const VERDICT: Record<GradeReport['verdict'], { label: string; tone: Tone }> = {
 
 /** The narrowest width wrapping honours: below it a line would be little more than its indent. */
 const MIN_WIDTH = 24;
-
-/**
- * Control characters, and the invisible Unicode marks that reorder or hide text, as visible escapes
- * (ESC becomes the four characters `\x1b`). Reports carry text the learner's program chose: record
- * keys and values in evidence, notes; written raw, an ANSI or OSC sequence in a key would restyle
- * the terminal, retitle it or plant a link.
- */
-export function showControlCharacters(text: string): string {
-  // eslint-disable-next-line no-control-regex
-  return text.replace(/[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g, (c) => {
-    if (c === '\n') return '\\n';
-    if (c === '\r') return '\\r';
-    if (c === '\t') return '\\t';
-    const code = c.charCodeAt(0);
-    return code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
-  });
-}
 
 /** The report as styled lines: verdict, message, numbers, the check table and the fault list. */
 export function reportLines(report: GradeReport, options: LayoutOptions = {}): ReportLine[] {

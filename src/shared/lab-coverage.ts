@@ -4,9 +4,10 @@
  * at least one fixture (a broken variant's `// expect-fail: <check>` line, or a command fixture's
  * `check`), or be declared in `checkCoverage` with `coverage: 'none'` and a reason.
  *
- * Pure functions over declarations: no broker, no files. `kafkaiq check` and tests/coverage.test.ts
- * apply the rule statically; the fixture matrix (tests/labs.test.ts) then proves each fixture
- * really fails the check it declares. Shared with the site's Labs page, hence in src/shared.
+ * Pure functions over declarations: no broker, no files. `kafkaiq check` and
+ * tests/unit/coverage.test.ts apply the rule statically; the fixture matrix (tests/labs.test.ts)
+ * then proves each fixture really fails the check it declares. Shared with the site's Labs page,
+ * hence in src/shared.
  */
 import type { LabDefinition } from './lab.ts';
 import { CHECK_NAMES, type CheckName } from './report.ts';

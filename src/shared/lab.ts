@@ -166,7 +166,7 @@ export const kafkajsDefaultsSchema = z
       .default({}),
   })
   .strict()
-  .describe('kafkajs settings the lab runtime applies where the learner sets none; tell the learner in the lab text');
+  .describe('kafkajs settings the lab runtime applies where the learner sets none; the workbench lists each with the client default (src/shared/lab-facts.ts)');
 export type KafkajsDefaults = z.infer<typeof kafkajsDefaultsSchema>;
 
 /**
@@ -337,7 +337,7 @@ export const databaseSpecSchema = z
 export type DatabaseSpec = z.infer<typeof databaseSpecSchema>;
 
 /**
- * The coverage rule (`kafkaiq check`, tests/coverage.test.ts): every check a lab lists must be
+ * The coverage rule (`kafkaiq check`, tests/unit/coverage.test.ts): every check a lab lists must be
  * failed by at least one of its fixtures, or be declared here as one that cannot fail in this lab.
  */
 export const checkCoverageSchema = z
@@ -353,6 +353,48 @@ export const checkCoverageSchema = z
   })
   .strict();
 export type CheckCoverage = z.infer<typeof checkCoverageSchema>;
+
+/**
+ * A consumer group or transactional id the lab gives its program besides GROUP_ID and the
+ * per-instance TRANSACTIONAL_ID. The attempt is granted exactly the names these expand to (LITERAL
+ * ACLs, lab-server/kafka/attempt-names.ts): a program may use no other group or transactional id.
+ */
+export const kafkaIdSchema = z
+  .object({
+    name: z
+      .string()
+      .max(120)
+      .regex(
+        /^\{(GROUP_ID|TRANSACTIONAL_ID_PREFIX)\}(-([a-z0-9]+|\{partition\}|\{[A-Z][A-Z0-9_]*_TOPIC\}))*$/,
+        'must start with {GROUP_ID} or {TRANSACTIONAL_ID_PREFIX}, then dash-separated parts: lower-case words, {partition} or a topic env such as {INPUT_TOPIC}',
+      )
+      .describe('The name as the program builds it from its env, e.g. "{GROUP_ID}-sender" or "{TRANSACTIONAL_ID_PREFIX}-{INPUT_TOPIC}-{partition}"'),
+    perPartitionOf: logicalName
+      .optional()
+      .describe('One name per partition of this topic: {partition} becomes 0, 1, ... (required exactly when the name has {partition})'),
+  })
+  .strict();
+export type KafkaIdSpec = z.infer<typeof kafkaIdSchema>;
+
+export const kafkaIdsSchema = z
+  .object({
+    groups: z
+      .array(kafkaIdSchema)
+      .max(8)
+      .default([])
+      .describe('Consumer groups besides GROUP_ID (a second stage, a relay, a restore reader); each name a fixed one, never a time or a random value'),
+    transactionalIds: z
+      .array(kafkaIdSchema)
+      .max(8)
+      .optional()
+      .describe(
+        'Transactional ids besides TRANSACTIONAL_ID (one per instance slot, always granted when env lists it), e.g. one producer per input partition. ' +
+          'Default: when env lists TRANSACTIONAL_ID_PREFIX, "{TRANSACTIONAL_ID_PREFIX}-<input topic env>-{partition}" per partition of each input topic; otherwise none',
+      ),
+  })
+  .strict()
+  .describe('Which consumer groups and transactional ids the program may use: the attempt is granted exactly these names, nothing by prefix');
+export type KafkaIdsSpec = z.infer<typeof kafkaIdsSchema>;
 
 /** Fields every lab kind has. */
 const labCommonShape = {
@@ -376,6 +418,7 @@ const labLimitsShape = {
     .default([])
     .describe("Checks no fixture of this lab can fail, each with coverage: 'none' and why (every other check needs a fixture that fails it)"),
   instances: z.number().int().min(1).max(6).default(1).describe('Instances running at once (each with its own identity slot)'),
+  kafkaIds: kafkaIdsSchema.prefault({}),
   kafkajs: kafkajsDefaultsSchema.default({ consumer: {}, producer: {}, client: {} }),
   timeLimitMs: z.number().int().min(5_000).max(600_000).default(90_000).describe('Wall-clock limit of a full grade'),
   quickTimeLimitMs: z.number().int().min(5_000).max(600_000).default(40_000),

@@ -166,6 +166,10 @@ export const stateMessageSchema = z
     lab: labIdSchema.nullable(),
     instances: z.array(instanceStateSchema),
     topics: z.record(z.string(), z.string()).describe('Environment variable -> real topic name of the current namespace'),
+    ids: z
+      .record(z.string(), z.string())
+      .optional()
+      .describe("Environment variable -> this run's GROUP_ID, TRANSACTIONAL_ID_PREFIX and TRANSACTIONAL_ID (one per instance), those the lab's env lists"),
   })
   .strict();
 export type StateMessage = z.infer<typeof stateMessageSchema>;

@@ -1,7 +1,8 @@
 /**
  * Tenancy on the real broker: each attack program, run as a learner's program with exactly an
  * attempt's env and credentials, is refused by the broker's authorizer, while an innocent learner's
- * grade runs at the same time in the namespace the attacks aim at, and still passes.
+ * grade runs at the same time in the namespace the attacks aim at, and still passes. The grants
+ * are LITERAL: a name of the attacker's own namespace that the lab did not give it is refused too.
  */
 import { describe, expect, inject, it } from 'vitest';
 import { innocentGrade, runAttack } from './tenancy-support.ts';
@@ -16,6 +17,8 @@ describe('an attempt user may touch only its own namespace', () => {
     ['delete-records-own-output', /TOPIC_AUTHORIZATION_FAILED/],
     ['alter-broker-config', /CLUSTER_AUTHORIZATION_FAILED/],
     ['create-topic', /TOPIC_AUTHORIZATION_FAILED/],
+    // Exact grants: even inside its own namespace, only the names the lab gives it.
+    ['unlisted-own-names', /an unlisted transactional id: [^;]*(TRANSACTIONAL_ID_AUTHORIZATION_FAILED|Transactional Id authorization failed)[^;]*; an unlisted group: [^;]*(GROUP_AUTHORIZATION_FAILED|Group authorization failed)/i],
   ];
   for (const [attack, refusal] of cases) {
     it(`refuses ${attack}, and the victim's concurrent grade passes`, async () => {

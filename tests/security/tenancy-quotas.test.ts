@@ -45,7 +45,7 @@ describe('quotas and caps per attempt', () => {
     const ns = namespace('quota');
     const topic = `${ns}-output`;
     await createTopics(grader, [{ topic, numPartitions: 1 }]);
-    const identity = await grantAttempt(grader, brokers, { namespace: ns, writeTopics: [topic], expiresAtMs: Date.now() + 600_000 }, topic);
+    const identity = await grantAttempt(grader, brokers, { namespace: ns, topics: [topic], writeTopics: [topic], groups: [], transactionalIds: [], expiresAtMs: Date.now() + 600_000 });
     try {
       // The broker measures the rate over its quota window (11 samples of 1 s; a young sensor
       // counts as 10 s old), so it takes more than ten seconds' worth of quota to go over it.

@@ -10,6 +10,7 @@ import { LABS_DIR, ROOT_DIR } from '../../lab-server/core/paths.ts';
 import { loadLab } from '../../lab-server/labs/load-lab.ts';
 import { createAttempt } from '../../lab-server/runner/attempt.ts';
 import type { SessionListener } from '../../lab-server/runner/contract.ts';
+import type { AttemptLifecycle } from '../../lab-server/runner/lifecycle.ts';
 
 export function namespace(tag: string): string {
   return `kiq-${tag}-${randomBytes(3).toString('hex')}`;
@@ -25,8 +26,11 @@ function listener(lines: string[] = [], onPhase: (phase: string) => void = () =>
   };
 }
 
-/** A quick grade of the single-stage solution in its own namespace: what every attack must leave alone. */
-export async function innocentGrade(brokers: string[], ns = namespace('innocent')): Promise<{ namespace: string; report: Promise<GradeReport> }> {
+/**
+ * A quick grade of the single-stage solution in its own namespace: what every attack must leave
+ * alone. graderId: the prefix of the grader's own groups and transactional ids in that grade.
+ */
+export async function innocentGrade(brokers: string[], ns = namespace('innocent')): Promise<{ namespace: string; graderId: string; report: Promise<GradeReport> }> {
   const lab = await loadLab('single-stage');
   const code = fs.readFileSync(path.join(LABS_DIR, 'single-stage', 'solution.ts'), 'utf8');
   let running: () => void = () => {};
@@ -36,7 +40,7 @@ export async function innocentGrade(brokers: string[], ns = namespace('innocent'
   const report = attempt.grade();
   // The attack starts once the victim's topics, group and transactions exist.
   await Promise.race([started, report]);
-  return { namespace: ns, report };
+  return { namespace: ns, graderId: (attempt as AttemptLifecycle).graderId, report };
 }
 
 export interface AttackResult {
@@ -54,12 +58,16 @@ export async function runAttack(
   victimNamespace: string,
   fill: Record<string, string> = {},
   timeoutMs = 40_000,
+  /** Told the attacker's own namespace before it starts. */
+  onNamespace: (namespace: string) => void = () => {},
 ): Promise<AttackResult & { output: string[] }> {
   const lab = await loadLab('single-stage');
   let code = fs.readFileSync(path.join(ROOT_DIR, 'tests/security/attacks', `${name}.ts`), 'utf8').replaceAll('__VICTIM_NS__', victimNamespace);
   for (const [placeholder, value] of Object.entries(fill)) code = code.replaceAll(placeholder, value);
   const lines: string[] = [];
-  const attempt = createAttempt({ lab, program: { kind: 'code', code }, brokers, control: null, namespace: namespace('attacker'), mode: 'run', listener: listener(lines) });
+  const own = namespace('attacker');
+  onNamespace(own);
+  const attempt = createAttempt({ lab, program: { kind: 'code', code }, brokers, control: null, namespace: own, mode: 'run', listener: listener(lines) });
   const done = attempt.run();
   const deadline = Date.now() + timeoutMs;
   let result: AttackResult | null = null;

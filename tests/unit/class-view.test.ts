@@ -48,11 +48,11 @@ const get = (pathname: string, headers: Record<string, string> = {}) => fetch(`$
 
 describe('the class view', () => {
   it('learners set (and clear) a display name through the attempts API, validated', async () => {
-    const put = (body: string) => fetch(`${server.url}/api/attempts/display-name?session=${ADA}`, { method: 'PUT', body, headers: { 'Content-Type': 'application/json' } });
+    const put = (body: string) => fetch(`${server.url}/api/attempts/display-name`, { method: 'PUT', body, headers: { 'Content-Type': 'application/json', 'X-KafkaIQ-Session': ADA } });
     expect((await put(JSON.stringify({ displayName: '<script>' }))).status).toBe(400);
     expect((await put('x'.repeat(5_000))).status).toBe(413);
     expect((await put(JSON.stringify({ displayName: 'Ada L.' }))).status).toBe(204);
-    expect((await fetch(`${server.url}/api/attempts/display-name?session=${ADA}`)).status).toBe(405);
+    expect((await fetch(`${server.url}/api/attempts/display-name`, { headers: { 'X-KafkaIQ-Session': ADA } })).status).toBe(405);
   });
 
   it('refuses without the token, or with a wrong one, and shows no learner', async () => {

@@ -13,7 +13,7 @@ import { mergeWatchTargets, watchTargetOf } from '../../lab-server/labs/watch-la
 import { judgeFixture, type Fixture } from '../../lab-server/runner/check-labs.ts';
 import { labDefinitionSchema, pipelineLabSchema, type LabDefinitionInput } from '../../src/shared/lab.ts';
 import { checkCoverageRows, coverageProblems, declaredFixtures, parseExpectFail } from '../../src/shared/lab-coverage.ts';
-import { describeFault, formatLabFacts, labFacts } from '../../src/shared/lab-facts.ts';
+import { describeFault, formatLabFacts, injectedClientSettings, labFacts } from '../../src/shared/lab-facts.ts';
 import type { CheckName, GradeReport } from '../../src/shared/report.ts';
 
 const baseLab: LabDefinitionInput = {
@@ -140,6 +140,31 @@ describe('the lab facts', () => {
     expect(text).toMatch(/no-loss +NOT PROVEN: no fixture fails it/);
     expect(text).toMatch(/no-duplicates +failed by broken\/auto-commit/);
     expect(text).toMatch(new RegExp(`order-preserved +coverage: 'none': ${reason}`));
+  });
+
+  it('list every client setting the lab injects, with its value and the client default', () => {
+    const definition = lab({
+      kafkajs: {
+        consumer: { sessionTimeout: 3_000, maxWaitTimeInMs: 100 },
+        producer: { transactionTimeout: 30_000 },
+        client: { retry: { initialRetryTime: 100, maxRetryTime: 1_000, retries: 10 } },
+      },
+    });
+    const rows = injectedClientSettings(definition.kafkajs);
+    const row = (option: string) => rows.find((r) => r.kafkajs === option);
+    expect(row('new Kafka({ retry: { retries } })')).toMatchObject({ value: '10', kafkajsDefault: '5', platformatic: { option: 'retries', clientDefault: '3' } });
+    expect(row('new Kafka({ retry: { initialRetryTime } })')).toMatchObject({ value: '100 ms', kafkajsDefault: '300 ms', platformatic: { option: 'retryDelay' } });
+    expect(row('new Kafka({ retry: { maxRetryTime } })')).toMatchObject({ value: '1 s', kafkajsDefault: '30 s', platformatic: null });
+    expect(row('kafka.consumer({ sessionTimeout })')).toMatchObject({ value: '3 s', kafkajsDefault: '30 s' });
+    expect(row('kafka.consumer({ maxWaitTimeInMs })')).toMatchObject({ value: '100 ms', platformatic: { option: 'maxWaitTime' } });
+    expect(row('kafka.producer({ transactionTimeout })')).toMatchObject({ value: '30 s', kafkajsDefault: '60 s' });
+    // What the wrappers add in every lab, set or not in lab.ts.
+    expect(row('new Kafka({ logLevel, logCreator })')).toMatchObject({ value: 'WARN' });
+    expect(row('new Kafka({ sasl })')).toBeDefined();
+    // Nothing the lab leaves out is listed.
+    expect(row('kafka.consumer({ heartbeatInterval })')).toBeUndefined();
+    expect(formatLabFacts(labFacts('demo', definition, []))).toContain('new Kafka({ retry: { retries } })');
+    expect(injectedClientSettings(lab().kafkajs).map((r) => r.kafkajs)).toEqual(['new Kafka({ logLevel, logCreator })', 'new Kafka({ sasl })']);
   });
 
   it('of a real lab name its broken variants and its reference command', async () => {

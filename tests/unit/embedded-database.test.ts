@@ -172,16 +172,52 @@ describe('embedded database', () => {
     ]);
   }, 120_000);
 
-  it('resets to an empty database between attempts', async () => {
-    const admin = await connect();
-    await admin.query('CREATE TABLE leftover (x int)');
-    await admin.query('CREATE SCHEMA extra');
-    await db.reset();
-    const fresh = await connect();
-    const { rows } = await fresh.query("SELECT nspname FROM pg_namespace WHERE nspname IN ('public', 'extra') ORDER BY 1");
-    expect(rows).toEqual([{ nspname: 'public' }]);
-    expect((await fresh.query("SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'public'")).rows[0].n).toBe(0);
-  }, 60_000);
+  it('hands every attempt a new database: nothing the last one did as superuser is there', async () => {
+    const pool = new DatabasePool({ maxEmbedded: 1 });
+    try {
+      const first = await pool.acquire('kiq-fresh-a');
+      const a = new pg.Client({ connectionString: first.url });
+      a.on('error', () => {});
+      await a.connect();
+      // The previous learner is PGlite's superuser: objects no schema drop would remove.
+      await a.query('CREATE TABLE leftover (x int)');
+      await a.query('CREATE SCHEMA extra');
+      await a.query("CREATE FUNCTION pg_catalog.kiq_left() RETURNS int LANGUAGE sql AS 'SELECT 1'");
+      await a.query("CREATE FUNCTION public.kiq_trap() RETURNS event_trigger LANGUAGE plpgsql AS 'BEGIN END'");
+      await a.query('CREATE EVENT TRIGGER kiq_trap ON ddl_command_end EXECUTE FUNCTION public.kiq_trap()');
+      await a.query('CREATE ROLE kiq_left LOGIN');
+      await a.query('SELECT lo_create(424242)');
+      await a.query("ALTER SYSTEM SET work_mem = '1GB'");
+      await a.end();
+      const firstPort = new URL(first.url).port;
+      await first.release();
+
+      const second = await pool.acquire('kiq-fresh-b');
+      expect(new URL(second.url).port).not.toBe(firstPort);
+      // The first attempt's process is gone with its data: its address answers no more.
+      const old = new pg.Client({ connectionString: first.url, connectionTimeoutMillis: 3_000 });
+      old.on('error', () => {});
+      await expect(old.connect()).rejects.toThrow();
+      const b = new pg.Client({ connectionString: second.url });
+      b.on('error', () => {});
+      await b.connect();
+      try {
+        const one = async (sql: string) => (await b.query(sql)).rows[0];
+        expect(await one("SELECT count(*)::int AS n FROM pg_namespace WHERE nspname IN ('public', 'extra')")).toEqual({ n: 1 });
+        expect(await one("SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'public'")).toEqual({ n: 0 });
+        expect(await one("SELECT count(*)::int AS n FROM pg_proc WHERE proname LIKE 'kiq\\_%'")).toEqual({ n: 0 });
+        expect(await one('SELECT count(*)::int AS n FROM pg_event_trigger')).toEqual({ n: 0 });
+        expect(await one("SELECT count(*)::int AS n FROM pg_roles WHERE rolname LIKE 'kiq\\_%'")).toEqual({ n: 0 });
+        expect(await one('SELECT count(*)::int AS n FROM pg_largeobject_metadata')).toEqual({ n: 0 });
+        expect(await one('SHOW work_mem')).toEqual({ work_mem: '4MB' });
+      } finally {
+        await b.end();
+        await second.release();
+      }
+    } finally {
+      await pool.close();
+    }
+  }, 240_000);
 });
 
 describe('database pool and lab format', () => {

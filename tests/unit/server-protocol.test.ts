@@ -318,12 +318,17 @@ describe('attempt store', () => {
     expect(history.passedLabs).toEqual([]);
     expect(store.history(sessionId, 'fan-out').attempts).toHaveLength(1);
 
-    const api = await get(`/api/attempts?session=${sessionId}`);
+    // The session id travels in a header; one in the query string is ignored.
+    const as = (id: string) => ({ 'X-KafkaIQ-Session': id });
+    const api = await get('/api/attempts', as(sessionId));
     expect(api.status).toBe(200);
     expect(JSON.parse(api.body).attempts).toHaveLength(2);
-    const one = await get(`/api/attempts/${id}?session=${sessionId}`);
+    const one = await get(`/api/attempts/${id}`, as(sessionId));
     expect(JSON.parse(one.body)).toEqual(report);
-    expect((await get(`/api/attempts/${id}?session=someone-else-123`)).status).toBe(404);
+    expect((await get(`/api/attempts/${id}`, as('someone-else-123'))).status).toBe(404);
     expect((await get('/api/attempts')).status).toBe(400);
+    const inUrl = await get(`/api/attempts?session=${sessionId}`);
+    expect(inUrl.status).toBe(400);
+    expect(inUrl.body).not.toContain('fan-out');
   });
 });

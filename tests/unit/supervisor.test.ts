@@ -3,9 +3,10 @@
  * program that exits on its own is restarted under the policy with a new incarnation of the same
  * identity, an exit the grader caused is not, and nothing restarts once it winds down.
  */
+import type { EventEmitter } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { Supervisor, supervisorPolicy, type RestartPolicy } from '../../lab-server/runner/program/supervisor.ts';
+import { MAX_MEMBERSHIPS, Supervisor, supervisorPolicy, type RestartPolicy } from '../../lab-server/runner/program/supervisor.ts';
 
 const command = (cmd: string) => ({ kind: 'command' as const, command: cmd, cwd: '/tmp' });
 
@@ -40,6 +41,28 @@ describe('Supervisor', () => {
     expect(starts).toEqual([1, 1]);
     expect(supervisor.selfExits).toBe(0);
     expect(supervisor.live()).toEqual([]);
+  });
+
+  it('remembers only the memberships of groups the attempt owns, one member each, at most MAX_MEMBERSHIPS', async () => {
+    const owned = new Set(['kiq-a-group', ...Array.from({ length: 20 }, (_, i) => `kiq-a-group-${i}`)]);
+    const supervisor = new Supervisor(() => command('sleep 30'), { env: () => ({}), line: () => {}, ownsGroup: (g) => owned.has(g) }, supervisorPolicy(() => {}));
+    const slot = supervisor.start(1);
+    const emit = (groupId: string, memberId: string) => (slot.current as unknown as EventEmitter).emit('event', { t: 'member', groupId, memberId });
+    // A flood of foreign pairs (another attempt's group, made-up ones): none is kept.
+    for (let i = 0; i < 3_000; i++) emit(i % 2 ? 'kiq-victim-group' : `foreign-${i}`, `m${i}`);
+    expect(supervisor.members.get(slot.current)).toBeUndefined();
+    emit('kiq-a-group', 'first');
+    emit('kiq-a-group', 'rejoined');
+    for (let i = 0; i < 20; i++) emit(`kiq-a-group-${i}`, `m${i}`);
+    const kept = supervisor.members.get(slot.current)!;
+    expect(kept.size).toBe(MAX_MEMBERSHIPS);
+    expect(kept.get('kiq-a-group')).toBe('rejoined');
+    // Without an ownership test nothing is kept at all.
+    const bare = new Supervisor(() => command('sleep 30'), { env: () => ({}), line: () => {} }, supervisorPolicy(() => {}));
+    const other = bare.start(1);
+    (other.current as unknown as EventEmitter).emit('event', { t: 'member', groupId: 'kiq-a-group', memberId: 'm' });
+    expect(bare.members.get(other.current)).toBeUndefined();
+    await Promise.all([supervisor.stopAll(500), bare.stopAll(500)]);
   });
 
   it('stops restarting when the policy says so (a throughput lane: at most a few restarts)', async () => {

@@ -57,11 +57,6 @@ export interface GradeHistory {
 /** A check decided from what was collected; null when the grade collected nothing it could judge. */
 export type Checker = (collected: Collected, history: GradeHistory) => CheckResult | null;
 
-/** The pipeline part of what was collected, for checkers that exist only for pipelines. */
-export function pipelineOf(collected: Collected): PipelineCollected | null {
-  return collected.pipeline;
-}
-
 /** Caches one derivation per collected object: several checks share it, each computes it at most once. */
 export function memoize<T>(derive: (collected: Collected, history: GradeHistory) => T): (collected: Collected, history: GradeHistory) => T {
   const cache = new WeakMap<Collected, T>();

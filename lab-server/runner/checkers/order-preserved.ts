@@ -1,7 +1,7 @@
 /** order-preserved: per output partition, the outputs of one input partition keep their input order. */
 import type { Checker } from './contract.ts';
 import { outputMatch } from './output-match.ts';
-import type { ReadRecord } from './output-read.ts';
+import type { ReadRecord } from '../../kafka/inspect.ts';
 import { checkResult } from './result.ts';
 
 export const orderPreserved: Checker = (collected, history) => {

@@ -6,7 +6,7 @@
 import type { ExpectedRecord, PipelineLab } from '../../../src/shared/lab.ts';
 import type { SeededRecord } from '../seeder.ts';
 import { memoize, type Collected, type GradeHistory, type PipelineCollected } from './contract.ts';
-import type { ReadRecord } from './output-read.ts';
+import type { ReadRecord } from '../../kafka/inspect.ts';
 
 export type Expectation = { input: SeededRecord; expected: ExpectedRecord };
 

@@ -1,15 +1,5 @@
 /** The shape of a pipeline's output as the grader read it (collect/pipeline-output.ts reads it). */
-
-/** One record of a topic as a reader saw it (kafka/inspect.ts's ReadRecord has this shape). */
-export interface ReadRecord {
-  topic: string;
-  partition: number;
-  offset: number;
-  key: string | null;
-  value: string | null;
-  headers: Record<string, string>;
-  timestamp: number;
-}
+import type { ReadRecord } from '../../kafka/inspect.ts';
 
 /** What the broker holds after the program stopped: the output both ways, and the group's offsets. */
 export interface OutputRead {

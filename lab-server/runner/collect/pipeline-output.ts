@@ -5,6 +5,7 @@
  */
 import type { Kafka } from 'kafkajs';
 import type { PipelineLab } from '../../../src/shared/lab.ts';
+import { withAdmin } from '../../kafka/client.ts';
 import { fetchCommittedOffsets } from '../../kafka/group-offsets.ts';
 import { partitionOffsets, readTopic } from '../../kafka/inspect.ts';
 import type { OutputRead, PartitionStart } from '../checkers/output-read.ts';
@@ -34,9 +35,7 @@ export async function readPipelineOutput(source: OutputSource): Promise<OutputRe
     read.committed.push(...rc.records);
     read.uncommitted.push(...ru.records);
   }
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
+  await withAdmin(kafka, async (admin) => {
     for (const topic of lab.topics.filter((t) => t.role === 'input')) {
       const real = realTopic(topic.name);
       const committed = await fetchCommittedOffsets(admin, source.groupId, real);
@@ -44,9 +43,7 @@ export async function readPipelineOutput(source: OutputSource): Promise<OutputRe
         read.inputOffsets.push({ topic: topic.name, partition: end.partition, committed: committed.find((p) => p.partition === end.partition)?.offset ?? -1, hwm: end.hwm });
       }
     }
-  } finally {
-    await admin.disconnect();
-  }
+  });
   return read;
 }
 

@@ -5,7 +5,7 @@
  * hanging transactions the monitor must report, which the grader then fences.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Producer, Transaction } from 'kafkajs';
+import type { Producer } from 'kafkajs';
 import type { MonitorSpec } from '../../../src/shared/lab.ts';
 import type { FaultRecord } from '../../../src/shared/report.ts';
 import { describeError } from '../../../src/shared/errors.ts';
@@ -13,47 +13,12 @@ import { bestEffort } from '../../core/best-effort.ts';
 import type { OffsetsProbe } from '../../kafka/inspect.ts';
 import type { LookAlike } from '../checkers/monitor-alerts.ts';
 import type { AttemptLifecycle } from '../lifecycle.ts';
+import type { Cycle, Ending, Incident, Tracked } from './cast-types.ts';
 import { namesId, type AlertWatch } from './watch.ts';
 
 /** The grader's own transactions stay open this long at most, even if the grader dies. */
 const GRADER_TXN_TIMEOUT_MS = 120_000;
 export const OTHER_TEAM_PARTITIONS = 3;
-
-export interface Tracked {
-  role: 'slow' | 'idle' | 'other' | 'hang';
-  transactionalId: string;
-  topic: string;
-  partition: number;
-  producer: Producer;
-  /** A transaction begun on the client only (nothing sent yet): opening it is then a single send. */
-  begun: Transaction | null;
-  txn: Transaction | null;
-  openedAtMs: number | null;
-  offset: number | null;
-  endedAtMs: number | null;
-  maxLag: number;
-}
-
-export interface Cycle {
-  idle: Tracked;
-  other: Tracked;
-  slow: Tracked;
-  hangs: Tracked[];
-}
-
-/** How the grader's attempt to end one of its transactions went; `ended` false: it may still be open. */
-export interface Ending {
-  ended: boolean;
-  note: string;
-}
-
-export interface Incident extends Tracked {
-  n: number;
-  qualifiesAtMs: number;
-  deadlineMs: number;
-  lagAtQualify: number | null;
-  problem?: string;
-}
 
 export class MonitorCast {
   readonly tracked: Tracked[] = [];

@@ -19,6 +19,7 @@
  * The grader reads the alerts and the coordinator's log live (watch.ts), for the timeline
  * and the evidence.
  */
+import { withAdmin } from '../../kafka/client.ts';
 import type { MonitorLab, MonitorSpec } from '../../../src/shared/lab.ts';
 import type { FaultKind, FaultRecord } from '../../../src/shared/report.ts';
 import { KafkaIqError } from '../../../src/shared/errors.ts';
@@ -35,7 +36,8 @@ import { randomSeed, seededRandom } from '../fault-plan.ts';
 import type { AttemptLifecycle, Outcome, ProgressFigures, Scenario } from '../lifecycle.ts';
 import { manualFault } from '../nemesis/manual.ts';
 import { Supervisor, supervisorPolicy } from '../program/supervisor.ts';
-import { MonitorCast, OTHER_TEAM_PARTITIONS, type Incident } from './cast.ts';
+import type { Incident } from './cast-types.ts';
+import { MonitorCast, OTHER_TEAM_PARTITIONS } from './cast.ts';
 import { AlertWatch, namesId } from './watch.ts';
 
 /** How long to wait for the monitor's consumer group before starting anyway. */
@@ -47,6 +49,7 @@ const SAMPLE_MS = 250;
  * is awaited first, Node must not take it for an unhandled rejection (which ends the process).
  */
 function settled<T>(promise: Promise<T>): Promise<T> {
+  // The failure itself reaches whoever awaits the promise; this handler only marks it handled.
   promise.catch(() => {});
   return promise;
 }
@@ -82,7 +85,7 @@ export class MonitorScenario implements Scenario {
       supervisorPolicy(this.system),
     );
     this.otherTopic = `${attempt.namespace}-other-team`;
-    this.watch = new AlertWatch(attempt.kafka, attempt.namespace, this.alertsTopic, () => attempt.startedAt, (alert) => this.echo(alert));
+    this.watch = new AlertWatch(attempt.kafka, attempt.namespace, attempt.graderId, this.alertsTopic, () => attempt.startedAt, (alert) => this.echo(alert));
     this.cast = new MonitorCast(attempt, this.spec, attempt.realTopic(this.spec.watch), this.otherTopic, this.watch, () => this.incidentsPlanned);
   }
 
@@ -224,10 +227,8 @@ export class MonitorScenario implements Scenario {
    */
   private async waitForMonitor(): Promise<void> {
     const { attempt } = this;
-    const admin = attempt.kafka.admin();
     const until = Date.now() + READY_TIMEOUT_MS;
-    try {
-      await admin.connect();
+    await withAdmin(attempt.kafka, async (admin) => {
       while (Date.now() < until && !attempt.stopping) {
         try {
           const { groups } = await admin.describeGroups([attempt.groupId]);
@@ -237,14 +238,12 @@ export class MonitorScenario implements Scenario {
             return;
           }
         } catch {
-          // not yet
+          // The group does not exist yet, or the broker is busy: ask again until the time is up.
         }
         await attempt.sleepUnlessStopped(250);
       }
       if (!attempt.stopping) this.system(`the monitor has no stable consumer group GROUP_ID after ${READY_TIMEOUT_MS / 1000} s: starting anyway`);
-    } finally {
-      await admin.disconnect().catch(() => {});
-    }
+    });
   }
 
   async collect(): Promise<Outcome> {

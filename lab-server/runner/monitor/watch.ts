@@ -4,6 +4,7 @@
  * when each alert was written) and on the coordinator's log (__transaction_state) from the start
  * of the attempt on, for our own transactional ids only.
  */
+import { bestEffort } from '../../core/best-effort.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Consumer, Kafka } from 'kafkajs';
 import { retry } from '../../core/retry.ts';
@@ -39,6 +40,8 @@ export class AlertWatch {
   constructor(
     private readonly kafka: Kafka,
     private readonly namespace: string,
+    /** The grader's prefix (lifecycle graderId): its group stays outside the learner's grants. */
+    private readonly graderId: string,
     private readonly alertsTopic: string,
     private readonly startedAt: () => number,
     /** A new alert, to echo to the learner. */
@@ -68,7 +71,7 @@ export class AlertWatch {
 
   private async startOnce(stateOffsets: { partition: number; offset: string }[]): Promise<void> {
     const consumer = this.kafka.consumer({
-      groupId: `${this.namespace}-grader`,
+      groupId: `${this.graderId}-monitor`,
       sessionTimeout: 6_000,
       heartbeatInterval: 1_000,
       maxWaitTimeInMs: 100,
@@ -127,6 +130,6 @@ export class AlertWatch {
   }
 
   async close(): Promise<void> {
-    await this.consumer?.disconnect().catch(() => {});
+    await bestEffort('disconnect the alert watch', async () => this.consumer?.disconnect());
   }
 }

@@ -2,7 +2,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { BrokerControl } from '../../broker/cluster.ts';
 import type { MaintenanceLock } from '../../broker/maintenance.ts';
-import { TRANSACTION_STATE_TOPIC } from '../../kafka/coordinator.ts';
+import { TRANSACTION_STATE_TOPIC } from '../../kafka/transaction-log.ts';
 import type { FaultHandler } from './context.ts';
 
 /**

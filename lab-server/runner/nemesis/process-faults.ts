@@ -7,10 +7,10 @@ import type { FaultHandler, NemesisContext } from './context.ts';
 
 const target = (ctx: NemesisContext, n: number) => ctx.program.slot(n) ?? ctx.program.slot(1)!;
 
-/** SIGKILL at the crash point, then a restart with the same identity. */
 /** How long a kill waits for the other instances to take the dead one's partitions over. */
 const SURVIVORS_TAKE_OVER_MS = 8_000;
 
+/** SIGKILL at the crash point, then a restart with the same identity. */
 export const killFault: FaultHandler = async (ctx, fault, wave) => {
   const slot = target(ctx, fault.instance);
   const { instance, event } = await ctx.program.driver.armAndWrite(ctx, slot, fault, 'kill', wave);

@@ -3,12 +3,10 @@
  * grouped by role (nemesis/context.ts). Built once per attempt from the scenario's parts; every
  * member reads the parts live (a getter), so the handlers see the grade as it is now.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { PipelineLab } from '../../../src/shared/lab.ts';
 import type { FaultRecord } from '../../../src/shared/report.ts';
 import { describeError } from '../../../src/shared/errors.ts';
 import { findTransactionCoordinator, waitForFullIsr } from '../../kafka/coordinator.ts';
-import { removeGroupMember } from '../../kafka/group-offsets.ts';
 import { waitForStableGroup } from '../../kafka/group-wait.ts';
 import { brokerSeesOpenTransaction } from '../../kafka/open-transaction.ts';
 import { listTransactions } from '../../kafka/transactions.ts';
@@ -18,7 +16,6 @@ import type { PlannedFault } from '../fault-plan.ts';
 import type { AttemptLifecycle } from '../lifecycle.ts';
 import { insideUnitOfWork } from '../nemesis/api-faults.ts';
 import type { NemesisContext } from '../nemesis/context.ts';
-import type { ProgramProcess } from '../program/program-instance.ts';
 import type { Supervisor } from '../program/supervisor.ts';
 import type { InputWriter, SeedTransaction } from '../seeder.ts';
 import type { PipelineLiveness } from './liveness.ts';
@@ -45,14 +42,17 @@ export function pipelineNemesisContext(parts: NemesisParts): NemesisContext {
   const realTopic = (logical: string) => attempt.realTopic(logical);
   const system = (line: string) => attempt.sink.system(line);
   // No fault fires past the time limit (until-deadline.ts).
-  const driver: ProgramDriver = untilDeadline(attempt.driver, () => attempt.deadline);
+  // Built on first use: the context exists from the first progress report, before the program compiled.
+  let driver: ProgramDriver | null = null;
   return {
     lab,
     get api() {
       return parts.prepared.api;
     },
     program: {
-      driver,
+      get driver() {
+        return (driver ??= untilDeadline(attempt.driver, () => attempt.deadline));
+      },
       get stopping() {
         return attempt.stopping;
       },
@@ -68,7 +68,9 @@ export function pipelineNemesisContext(parts: NemesisParts): NemesisContext {
       addZombie: (instance) => void supervisor.zombies.add(instance),
       removeZombie: (instance) => void supervisor.zombies.delete(instance),
       hasMemberships: (instance) => supervisor.members.has(instance),
-      removeFromGroups: (instance) => removeFromGroups(brokers, supervisor, instance),
+      // A SIGKILLed consumer sends no LeaveGroup, so its replacement's join would wait out the dead
+      // member's session timeout. Only the attempt's own groups, over the attempt's one client.
+      removeFromGroups: (instance) => attempt.evictor.leave(supervisor.members.get(instance) ?? []),
       awaitStableGroup: async (members, timeoutMs) => {
         // false (not in time) or null (the broker is restarting): the fault goes on regardless.
         await waitForStableGroup(attempt.kafka, attempt.groupId, () => members, timeoutMs);
@@ -118,26 +120,10 @@ async function earliestTransactionExpiry(brokers: string[], namespace: string, s
   }
 }
 
-/**
- * After a kill fault: takes the dead instance's consumers out of their groups (LeaveGroup on its
- * behalf). A SIGKILLed consumer sends no LeaveGroup, so its replacement's join would wait for
- * the dead member's session timeout (3 s per kill) before the group rebalances. What is graded
- * (fencing, aborted transactions, the replay from committed offsets) is the same either way; the
- * zombie fault, where the session timeout is the point, never gets this.
- */
-async function removeFromGroups(brokers: string[], supervisor: Supervisor, instance: ProgramProcess): Promise<void> {
-  const groups = supervisor.members.get(instance);
-  if (!groups) return;
-  // A member the group already dropped is just gone: nothing to report. Not waiting for a slow
-  // answer either: at most 3 s, then the session timeout does it.
-  const leave = Promise.all([...groups].map(([groupId, memberId]) => removeGroupMember(brokers, groupId, memberId).catch(() => undefined)));
-  await Promise.race([leave, sleep(3_000)]);
-}
-
 /** Records a landed fault: the history, the report's fault list, the workbench and the terminal. */
 export function recordFault(
   parts: Pick<NemesisParts, 'attempt' | 'lab' | 'liveness' | 'gradePlan'>,
-  fault: Pick<PlannedFault, 'kind'> & Partial<Pick<PlannedFault, 'points' | 'attempt'>>,
+  fault: Pick<PlannedFault, 'kind'> & Partial<Pick<PlannedFault, 'points' | 'attempt' | 'ordinal'>>,
   instance: string,
   event: (Pick<AimedHit, 'point' | 'txnOpen'> & { aimedAt?: string; unconfirmed?: boolean }) | null,
   txnOpen: boolean | null,
@@ -166,12 +152,14 @@ export function recordFault(
     ...(fault.attempt && fault.attempt > 1 ? { try: fault.attempt } : {}),
     ...(note ? { note } : {}),
   };
-  const n = attempt.history.fault(record);
+  attempt.history.fault(record);
+  // A planned fault is k of the plan's N, whatever its tries; one the learner fired is not in the plan.
+  const position = fault.ordinal ? `fault ${fault.ordinal}/${parts.gradePlan?.faults.faults.length ?? fault.ordinal}` : 'your fault';
   const landing = landed === 'fallback' ? ` (fell back; aimed at ${aimedAt!.join(' or ')})` : landed === 'at-point' ? ' (hit its point)' : '';
   attempt.history.mark('fault', instance, `${fault.kind}${record.crashPoint ? ` at ${record.crashPoint}` : ''}${landing}${record.try ? `, try ${record.try}` : ''}`);
   attempt.options.listener.fault(record);
   attempt.sink.system(
-    `fault ${n}/${parts.gradePlan?.faults.faults.length ?? 0}: ${fault.kind} ${instance}${record.crashPoint ? ` at ${record.crashPoint}` : ''}${record.inTransaction ? ' (inside an open transaction)' : ''}` +
+    `${position}: ${fault.kind} ${instance}${record.crashPoint ? ` at ${record.crashPoint}` : ''}${record.inTransaction ? ' (inside an open transaction)' : ''}` +
       (landed === 'fallback' ? ` — fell back: aimed at ${aimedAt!.join(' or ')}, which the program did not reach in time` : '') +
       (record.try ? ` (try ${record.try})` : '') +
       `${note ? ` — ${note}` : ''}`,

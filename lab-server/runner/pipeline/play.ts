@@ -33,6 +33,7 @@ export async function playPipeline(s: PlannedPipeline): Promise<Played> {
         kafka: attempt.kafka,
         brokers: ctx.cluster.brokers,
         namespace: attempt.namespace,
+        graderId: attempt.graderId,
         learner: attempt.source,
         env: (namespace) => s.env(1, namespace),
         workDir: attempt.workDir,

@@ -19,6 +19,7 @@ export function pipelineSupervisor(scenario: Pick<PipelineState, 'attempt' | 'st
     () => attempt.source,
     {
       env: (slot) => scenario.env(slot),
+      ownsGroup: (groupId) => attempt.ownsGroup(groupId),
       line: (instance, stream, line) => {
         scenario.stallWatch.noteLine(instance.id, line);
         attempt.sink.line(instance.id, stream, line);
@@ -75,7 +76,7 @@ export async function preparePipeline(scenario: Pick<PipelineState, 'attempt' | 
         })),
       );
       if (attempt.options.mode !== 'run' && lab.checks.includes('no-transaction-timeouts')) {
-        txnTimeouts = await TransactionTimeoutWatch.start(attempt.kafka, attempt.namespace);
+        txnTimeouts = await TransactionTimeoutWatch.start(attempt.kafka, attempt.namespace, attempt.graderId);
       }
       await scenario.writer.connect();
     });

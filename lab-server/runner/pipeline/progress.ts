@@ -3,6 +3,7 @@
  * cover, and for multi-stage labs whether the later stages caught up. Polled every 300 ms for the
  * progress bar, the settle phase and the waits between faults.
  */
+import { bestEffort } from '../../core/best-effort.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Admin, Kafka } from 'kafkajs';
 import type { PipelineLab } from '../../../src/shared/lab.ts';
@@ -120,6 +121,7 @@ export class PipelineProgress {
       const database = this.src.database();
       if (database) {
         const committed = written.filter((r) => r.committed);
+        // A database that does not answer this poll adds nothing to it; the next poll asks again.
         processed = Math.max(processed, await database.appliedCount(committed).catch(() => 0));
       }
       if (processed !== this.processed) {
@@ -133,7 +135,7 @@ export class PipelineProgress {
       // The broker may be restarting (a fault): keep the last figure, and connect afresh next time.
       const broken = this.admin;
       this.admin = null;
-      await broken?.disconnect().catch(() => {});
+      await bestEffort('disconnect the progress admin after a failed poll', async () => broken?.disconnect());
     } finally {
       this.polling = false;
       this.polls++;
@@ -218,10 +220,10 @@ export class PipelineProgress {
   }
 
   /**
-   * After a fault: wait until the program has caught up with all input written so far, so the next
-   * fault is armed while it is idle and its crash-point count starts at a batch boundary.
+   * Waits until `target` inputs are processed, the program idles after work, `stuck()` says so, or
+   * the time is up. After a fault: the next fault is then armed while the program is idle, and its
+   * crash-point count starts at a batch boundary.
    */
-  /** Waits until `target` inputs are processed, the program idles after work, `stuck()` says so, or the time is up. */
   async waitFor(target: number, timeoutMs: number, stuck: () => boolean = () => false): Promise<void> {
     const until = Date.now() + Math.max(0, timeoutMs);
     // Wrote output since its latest (re)start, no transaction open, and nothing moved since.
@@ -238,7 +240,7 @@ export class PipelineProgress {
   }
 
   async close(): Promise<void> {
-    await this.admin?.disconnect().catch(() => {});
+    await bestEffort('disconnect the progress admin', async () => this.admin?.disconnect());
     this.admin = null;
     await this.probeOf?.close();
   }

@@ -15,6 +15,7 @@ import type { AttemptLifecycle, Outcome, ProgressFigures, Scenario } from '../li
 import type { NemesisContext } from '../nemesis/context.ts';
 import { manualFault } from '../nemesis/manual.ts';
 import { InputWriter, planSeedTransactions } from '../seeder.ts';
+import { namespaceEnv, slotTransactionalId } from '../../kafka/attempt-names.ts';
 import { FaultObligations } from './fault-obligations.ts';
 import { PipelineLiveness } from './liveness.ts';
 import type { StallWatch } from './stall-watch.ts';
@@ -50,7 +51,7 @@ export class PipelineScenario implements Scenario<Played>, PipelineState {
     lab: PipelineLab,
   ) {
     this.lab = lab;
-    this.writer = new InputWriter(attempt.kafka, `${attempt.namespace}-seeder`, (t) => attempt.realTopic(t), (fn) => attempt.maintenance.continueShared(fn));
+    this.writer = new InputWriter(attempt.kafka, `${attempt.graderId}-seeder`, (t) => attempt.realTopic(t), (fn) => attempt.maintenance.continueShared(fn));
     this.progressTracker = new PipelineProgress({
       kafka: attempt.kafka,
       brokers: attempt.options.brokers,
@@ -92,11 +93,10 @@ export class PipelineScenario implements Scenario<Played>, PipelineState {
     const { database, api } = this.prepared;
     return {
       KAFKA_BROKERS: this.attempt.options.brokers.join(','),
-      ...Object.fromEntries(this.lab.topics.map((t) => [t.env, `${namespace}-${t.name}`])),
-      GROUP_ID: `${namespace}-group`,
-      TRANSACTIONAL_ID: `${namespace}-tx-${slot}`,
-      // Shared by every instance: for one transactional.id per input partition (see the zombie lab).
-      TRANSACTIONAL_ID_PREFIX: `${namespace}-tx`,
+      // Topics, GROUP_ID and TRANSACTIONAL_ID_PREFIX (shared by every instance: for one
+      // transactional.id per input partition, see the zombie lab): the names the attempt is granted.
+      ...namespaceEnv(this.lab, namespace),
+      TRANSACTIONAL_ID: slotTransactionalId(namespace, slot),
       INSTANCE_ID: `i${slot}`,
       ...(database ? { DATABASE_URL: database.url } : {}),
       KAFKAJS_NO_PARTITIONER_WARNING: '1',

@@ -15,6 +15,7 @@
  * seconds, and two programs timed together see the same load, so the RATIO of their rates stays
  * meaningful where an absolute records/s figure would not.
  */
+import { bestEffort } from '../../core/best-effort.ts';
 import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -120,6 +121,8 @@ export interface ThroughputContext {
   brokers: string[];
   /** The attempt's namespace; the two measurement namespaces derive from it. */
   namespace: string;
+  /** The grader's prefix: its seeding producers' ids stay outside the learner's grants. */
+  graderId: string;
   learner: ProgramSource;
   /** The env a program gets when its topics, group and transactional ids live under `namespace`. */
   env: (namespace: string) => Record<string, string>;
@@ -170,7 +173,7 @@ class Lane {
     private readonly showOutput: boolean,
   ) {
     this.groupId = `${namespace}-group`;
-    this.writer = new InputWriter(ctx.kafka, `${namespace}-seeder`, (t) => this.topic(t));
+    this.writer = new InputWriter(ctx.kafka, `${ctx.graderId}-${name}-seeder`, (t) => this.topic(t));
     const restart: RestartPolicy = (_slot, code, signal) => {
       this.exits.push(signal ?? `code ${code}`);
       if (this.supervisor.restarts >= MAX_RESTARTS) return null;
@@ -239,6 +242,7 @@ class Lane {
 async function waitWarm(admin: Admin, lane: Lane, records: ReadonlySet<number>, until: number, acceptPartial: boolean): Promise<{ processed: number }> {
   let someSince = 0;
   for (;;) {
+    // A poll the broker did not answer counts as no progress yet: the loop asks again until its limit.
     const processed = await lane.covered(admin, records).catch(() => 0);
     if (processed > 0) someSince ||= Date.now();
     const partialWillDo = acceptPartial && someSince > 0 && Date.now() - someSince > PARTIAL_WARMUP_MS;
@@ -307,6 +311,7 @@ export async function measureThroughput(ctx: ThroughputContext): Promise<Through
       for (;;) {
         for (const [i, lane] of timed.entries()) {
           if (finished.has(lane)) continue;
+          // A poll the broker did not answer keeps the last figure: the loop asks again.
           const processed = await lane.covered(admin, burstIds).catch(() => progress.get(lane)!);
           progress.set(lane, processed);
           if (processed >= total) finished.set(lane, { records: total, processed, ms: performance.now() - starts[i]! });
@@ -337,10 +342,8 @@ export async function measureThroughput(ctx: ThroughputContext): Promise<Through
     } finally {
       await Promise.all(lanes.map((lane) => lane.stop()));
       await Promise.all(lanes.map((lane) => lane.writer.disconnect()));
-      await admin
-        .deleteTopics({ topics: lanes.flatMap((lane) => def.topics.map((t) => lane.topic(t.name))), timeout: 5_000 })
-        .catch(() => {});
-      await admin.disconnect().catch(() => {});
+      await bestEffort('delete the throughput topics', admin.deleteTopics({ topics: lanes.flatMap((lane) => def.topics.map((t) => lane.topic(t.name))), timeout: 5_000 }), ctx.system);
+      await bestEffort('disconnect the throughput admin', admin.disconnect(), ctx.system);
     }
   });
 }

@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
-import { builtinModules } from 'node:module';
+import { isBuiltin } from 'node:module';
 import path from 'node:path';
 import * as esbuild from 'esbuild';
 import type { Diagnostic } from '../../../src/shared/messages.ts';
 import { describeError, KafkaIqError } from '../../../src/shared/errors.ts';
 import { ROOT_DIR, STATE_DIR } from '../../core/paths.ts';
+import { isProgramBuiltin } from './builtins.ts';
 
 const CHILD_DIR = path.join(ROOT_DIR, 'lab-server/runner/program/child');
 const RUNTIME_DIR = path.join(STATE_DIR, 'runtime');
@@ -157,14 +158,14 @@ const toDiagnostic = (m: esbuild.Message, severity: Diagnostic['severity']): Dia
   severity,
 });
 
-const BUILTINS = new Set(builtinModules);
-
 /** Why an import is refused, or null when it is allowed. */
 function refusal(specifier: string, kind: esbuild.ImportKind, attributes: Record<string, string>): string | null {
   if (Object.keys(attributes).length) return `import attributes (with { ${Object.keys(attributes).join(', ')} }) are not allowed: import '${specifier}' without them`;
   if (kind !== 'import-statement' && kind !== 'dynamic-import' && kind !== 'require-call') return `'${specifier}' cannot be loaded this way (${kind})`;
   if ((ALLOWED_PACKAGES as readonly string[]).includes(specifier)) return null;
-  if (specifier.startsWith('node:') ? BUILTINS.has(specifier.slice(5)) : BUILTINS.has(specifier)) return null;
+  // The same list the run-time module gate enforces (builtins.ts): a computed import() meets it there.
+  if (isProgramBuiltin(specifier)) return null;
+  if (isBuiltin(specifier)) return `'${specifier}' is not available to lab programs: import only ${ALLOWED_PACKAGES.join(', ')} and the node: builtins listed in lab-server/runner/program/builtins.ts`;
   if (/^(\.|\/|[A-Za-z]:|file:)/.test(specifier) || specifier.includes('*')) {
     return `'${specifier}' is refused: your program is this one file; it may import only ${ALLOWED_PACKAGES.join(', ')} and node: builtins`;
   }

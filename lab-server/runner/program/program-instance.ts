@@ -4,6 +4,7 @@ import type { Socket } from 'node:net';
 import os from 'node:os';
 import { CHANNEL_FD_ENV, type ChildEvent, type RunnerCommand } from './child/protocol.ts';
 import { BoundedLineSplitter, DEFAULT_LINE_LIMITS } from './line-splitter.ts';
+import { moduleGateFile } from './builtins.ts';
 import { InstanceSandbox } from './sandbox/launch.ts';
 import { sandboxPolicy } from './sandbox/policy.ts';
 import { parseChildEvent } from './child/event-schema.ts';
@@ -85,7 +86,7 @@ export class ProgramInstance extends EventEmitter<{
     const channelEnv: Record<string, string> = source.kind === 'bundle' ? { [CHANNEL_FD_ENV]: String(CHANNEL_FD) } : {};
     this.sandbox =
       source.kind === 'bundle' && policy?.sandboxed
-        ? new InstanceSandbox(policy.runtime, { file: source.file, group: groupName(source.writeDir), instance: `${id}-${incarnation}-${process.hrtime.bigint()}`, nodeArgs: (inside) => nodeArgs(inside.program, [inside.program.replace(/\/[^/]+$/, ''), inside.relay], inside.tmp, limits, inside.relay) }, { ...env, ...channelEnv })
+        ? new InstanceSandbox(policy.runtime, { file: source.file, group: groupName(source.writeDir), instance: `${id}-${incarnation}-${process.hrtime.bigint()}`, nodeArgs: (inside) => nodeArgs(inside.program, [inside.program.replace(/\/[^/]+$/, ''), inside.relay], inside.tmp, limits, inside.gate, inside.relay) }, { ...env, ...channelEnv })
         : null;
     const argv = this.sandbox ? withCpuLimit(this.sandbox.argv, limits) : commandLine(source, limits);
     const baseEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin', ...(source.kind === 'command' && process.env.JAVA_HOME ? { JAVA_HOME: process.env.JAVA_HOME } : {}) };
@@ -219,7 +220,9 @@ function commandLine(source: ProgramSource, limits: InstanceLimits): string[] {
   if (linuxTools && linuxTools.setpriv) guard.push('setpriv', '--pdeathsig', 'KILL', '--');
   if (linuxTools && linuxTools.prlimit) guard.push('prlimit', `--cpu=${limits.cpuSeconds}`, '--');
   if (source.kind === 'command') return [...guard, '/bin/sh', '-c', `exec ${source.command}`];
-  return [...guard, process.execPath, ...nodeArgs(source.file, source.readDirs, source.writeDir, limits)];
+  // The gate is read from the runtime folder, which the program may read but never write.
+  const gate = moduleGateFile();
+  return [...guard, process.execPath, ...nodeArgs(source.file, [...source.readDirs, gate], source.writeDir, limits, gate)];
 }
 
 /** The sandbox's command line with the CPU-time limit (inherited by bwrap and the program). */
@@ -229,7 +232,7 @@ function withCpuLimit(argv: string[], limits: InstanceLimits): string[] {
 }
 
 /** Node's flags for a learner bundle, inside or outside the sandbox. */
-function nodeArgs(file: string, readDirs: string[], writeDir: string, limits: InstanceLimits, preload?: string): string[] {
+function nodeArgs(file: string, readDirs: string[], writeDir: string, limits: InstanceLimits, gate: string, preload?: string): string[] {
   return [
     // Node's permission model (stable since Node 22); since Node 25 it also gates the network,
     // which a Kafka client needs. No --allow-child-process, no --allow-worker.
@@ -242,6 +245,9 @@ function nodeArgs(file: string, readDirs: string[], writeDir: string, limits: In
     '--enable-source-maps',
     `--max-old-space-size=${limits.memoryMb}`,
     '--unhandled-rejections=strict',
+    // First: every later import, the preload's and the program's, goes through the gate (builtins.ts).
+    '--import',
+    gate,
     ...(preload ? ['--import', preload] : []),
     file,
   ];

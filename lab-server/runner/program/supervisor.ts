@@ -32,11 +32,18 @@ export interface SupervisorHooks {
   exited?(instance: ProgramProcess, code: number | null, signal: NodeJS.Signals | null): void;
   /** The attempt winds down: no more restarts. */
   stopping?(): boolean;
+  /**
+   * Whether a consumer group is one the attempt was granted: the program's 'member' events name
+   * groups the grader may later send LeaveGroup for, so any other group is ignored. Unset: none is.
+   */
+  ownsGroup?(groupId: string): boolean;
   /** Something an instance list shows changed (a start, an exit). */
   changed?(): void;
 }
 
 export const MAX_SELF_RESTARTS = 15;
+/** Group memberships remembered per instance: a program has a few consumers, never more. */
+export const MAX_MEMBERSHIPS = 8;
 
 /** The workbench's and the grader's policy: restart with a growing delay; stop after a crash loop. */
 export function supervisorPolicy(system: (line: string) => void): RestartPolicy {
@@ -58,7 +65,10 @@ export function supervisorPolicy(system: (line: string) => void): RestartPolicy 
 export class Supervisor {
   readonly slots = new Map<number, Slot>();
   readonly zombies = new Set<ProgramProcess>();
-  /** The consumer-group memberships each instance last reported (group id -> member id). */
+  /**
+   * The consumer-group memberships each instance last reported (group id -> member id): only the
+   * attempt's own groups (hooks.ownsGroup), one member per group, at most MAX_MEMBERSHIPS groups.
+   */
   readonly members = new WeakMap<ProgramProcess, Map<string, string>>();
   private readonly expectedExits = new WeakSet<ProgramProcess>();
   /** Incarnations started after the first of their slot. */
@@ -105,9 +115,7 @@ export class Supervisor {
     instance.on('line', (stream, line) => this.hooks.line(instance, stream, line));
     instance.on('event', (event) => {
       if (event.t === 'member') {
-        const groups = this.members.get(instance) ?? new Map<string, string>();
-        groups.set(event.groupId, event.memberId);
-        this.members.set(instance, groups);
+        this.remember(instance, event.groupId, event.memberId);
         return;
       }
       this.hooks.event?.(slot, instance, event);
@@ -115,6 +123,15 @@ export class Supervisor {
     instance.on('exit', (code, signal) => this.onExit(slot, instance, code, signal));
     this.hooks.changed?.();
     return slot;
+  }
+
+  /** Notes a membership the program reported, if the group is the attempt's own and the bound allows. */
+  private remember(instance: ProgramProcess, groupId: string, memberId: string): void {
+    if (!this.hooks.ownsGroup?.(groupId)) return;
+    const groups = this.members.get(instance) ?? new Map<string, string>();
+    if (!groups.has(groupId) && groups.size >= MAX_MEMBERSHIPS) return;
+    groups.set(groupId, memberId);
+    this.members.set(instance, groups);
   }
 
   /** The grader is about to end this instance itself: its exit is no crash to restart. */

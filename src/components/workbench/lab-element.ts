@@ -10,6 +10,17 @@ class KiqLabElement extends HTMLElement {
   private observer: IntersectionObserver | null = null;
   private workbench: MountedWorkbench | null = null;
 
+  /** Loads the workbench now if it has not loaded, and moves the focus into its terminal. */
+  async focusTerminal(): Promise<void> {
+    this.scrollIntoView({ block: 'start' });
+    if (!this.workbench) {
+      this.stopObserving();
+      await (this.hydrating ??= this.hydrate());
+    }
+    this.workbench?.focusTerminal();
+  }
+  private hydrating: Promise<void> | null = null;
+
   /** The lab terminal's text, empty until the workbench has loaded. */
   get transcript(): string {
     return this.workbench?.transcript() ?? '';
@@ -23,7 +34,7 @@ class KiqLabElement extends HTMLElement {
       (entries) => {
         if (!entries.some((entry) => entry.isIntersecting)) return;
         this.stopObserving();
-        void this.hydrate();
+        this.hydrating ??= this.hydrate();
       },
       // Start loading a little before the lab is visible: Monaco takes a moment.
       { rootMargin: '300px 0px' },
@@ -33,6 +44,7 @@ class KiqLabElement extends HTMLElement {
 
   disconnectedCallback() {
     this.detached = true;
+    this.hydrating = null;
     this.stopObserving();
     this.workbench?.dispose();
     this.workbench = null;
@@ -70,4 +82,15 @@ class KiqLabElement extends HTMLElement {
   }
 }
 
-if (!customElements.get('kiq-lab')) customElements.define('kiq-lab', KiqLabElement);
+if (!customElements.get('kiq-lab')) {
+  customElements.define('kiq-lab', KiqLabElement);
+  // The page's skip links to a lab's terminal (SkipLink.astro): the terminal exists only once the
+  // workbench has loaded, so the link loads it and then focuses the terminal.
+  document.addEventListener('click', (event) => {
+    const link = (event.target as Element | null)?.closest?.<HTMLAnchorElement>('a[data-kiq-lab-terminal]');
+    const lab = link && document.getElementById(`lab-${link.dataset.kiqLabTerminal}`);
+    if (!(lab instanceof KiqLabElement)) return;
+    event.preventDefault();
+    void lab.focusTerminal();
+  });
+}

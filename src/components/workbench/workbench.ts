@@ -12,18 +12,21 @@ import { acquireConnection, type ConnectionState, type ConnectionSubscriber, typ
 import { h, type Disposable } from './dom.ts';
 import { createCodeEditor } from './editor/code-editor.ts';
 import { createConnectionBadge } from './panels/connection-badge.ts';
+import { createEditorKeys } from './panels/editor-keys.ts';
 import { createEnvPanel } from './panels/env-panel.ts';
 import { createHintsPanel } from './panels/hints-panel.ts';
 import { createProgressPanel } from './panels/progress-panel.ts';
-import { createReportPanel } from './panels/report-panel.ts';
+import { createReportPanel, verdictSentence } from './panels/report-panel.ts';
 import { createToolbar, type ManualFaultKind, type ToolbarState } from './panels/toolbar.ts';
 import { workbenchPayloadSchema } from './payload.ts';
 import { recordPasses, savedClient, saveClient } from './storage.ts';
 import { CLIENT_INFO, type KafkaClient } from '../../shared/clients.ts';
+import { injectedClientSettings } from '../../shared/lab-facts.ts';
 import { ansi } from './terminal/ansi.ts';
 import { HELP_LINES, parseCommand, resolveTopic, type Command } from './terminal/commands.ts';
 import { formatDiagnostics, formatFault, formatPhase } from './terminal/format-events.ts';
 import { formatInspectResult } from './terminal/format-inspect.ts';
+import { showControlCharacters } from '../../shared/sanitise.ts';
 import { formatReport } from './terminal/format-report.ts';
 import { createTerminalView } from './terminal/terminal-view.ts';
 import { currentTheme, watchTheme } from './theme.ts';
@@ -39,6 +42,8 @@ const WIDE_LAYOUT_PX = 896;
 export interface MountedWorkbench extends Disposable {
   /** The terminal's text (see TerminalView.transcript). */
   transcript(): string;
+  /** Moves the focus into the terminal (the page's skip link to it). */
+  focusTerminal(): void;
 }
 
 export function mountWorkbench(mountPoint: HTMLElement, payloadData: unknown): MountedWorkbench {
@@ -54,23 +59,20 @@ export function mountWorkbench(mountPoint: HTMLElement, payloadData: unknown): M
   const badge = createConnectionBadge(() => connection.reconnect());
   const editorHost = h('div', { class: 'kiq-wb-editor' });
   const terminalHost = h('div', { class: 'kiq-wb-terminal' });
-  const envPanel = createEnvPanel(info.env);
-  let hints = createHintsPanel(hintsOf(client));
+  const envPanel = createEnvPanel(info.env, injectedClientSettings(info.kafkajs));
+  let hints = createHintsPanel(hintsOf(client), () => refreshToolbar());
   const progress = createProgressPanel();
   const report = createReportPanel();
+  // Verdicts are announced here, in a sentence, instead of reading out the whole report.
+  const announcer = h('p', { class: 'kiq-sr-only kiq-wb-announcer', role: 'status', 'aria-live': 'polite', 'aria-atomic': 'true' });
+  const editorKeys = createEditorKeys();
   const toolbar = createToolbar({
     run: () => run(),
     grade: (quick) => grade(quick),
     stop: () => send({ type: 'stop' }),
     fault: (kind, instance) => fault(kind, instance),
-    showHint: () => {
-      hints.showNext();
-      refreshToolbar();
-    },
-    showAllHints: () => {
-      hints.showAll();
-      refreshToolbar();
-    },
+    showHint: () => hints.showNext(),
+    showAllHints: () => hints.showAll(),
     resetToStarter: () => {
       editor.resetToStarter();
       terminal.print([ansi.dim('Program reset to the starter (Ctrl+Z in the editor undoes it).')]);
@@ -86,9 +88,12 @@ export function mountWorkbench(mountPoint: HTMLElement, payloadData: unknown): M
     toolbar.element,
     // Grid areas (workbench.css): wide, the environment sits under the editor and the progress
     // under the terminal; stacked, the terminal follows the editor directly.
+    editorKeys.element,
     h('div', { class: 'kiq-wb__main' }, editorHost, terminalHost, progress.element, envPanel.element),
-    hints.element,
+    // The hints follow the report: a hint for a failed check is offered where its failure is read.
     report.element,
+    hints.element,
+    announcer,
   );
   mountPoint.replaceChildren(root);
   const layout = new ResizeObserver(() => {
@@ -119,6 +124,7 @@ export function mountWorkbench(mountPoint: HTMLElement, payloadData: unknown): M
 
   const editor = createCodeEditor(editorHost, { labId, starter: starterOf(client), client, theme, label: `Program for the lab ${info.title} (TypeScript)` });
   const terminal = createTerminalView(terminalHost, { theme, label: 'Lab terminal: program output and commands', onCommand: (line) => runCommand(parseCommand(line)) });
+  const tabMode = editor.onTabMovesFocus((moves) => editorKeys.setTabMovesFocus(moves));
   editor.addShortcut('run', () => run());
   editor.addShortcut('grade', () => grade(false));
   const themeWatch = watchTheme((next) => {
@@ -131,7 +137,7 @@ export function mountWorkbench(mountPoint: HTMLElement, payloadData: unknown): M
     client = next;
     saveClient(labId, client);
     editor.switchClient(client, starterOf(client));
-    const fresh = createHintsPanel(hintsOf(client));
+    const fresh = createHintsPanel(hintsOf(client), () => refreshToolbar());
     hints.element.replaceWith(fresh.element);
     hints = fresh;
     terminal.print([ansi.dim(`Now writing the program with ${CLIENT_INFO[client].label}: its starter (or your saved program), hints and types.`)]);
@@ -159,6 +165,7 @@ export function mountWorkbench(mountPoint: HTMLElement, payloadData: unknown): M
       instances: ours() ? instances : [],
       hintsShown: hints.shown,
       hintsTotal: hints.count,
+      hintFor: hints.nextFor,
     });
 
   // ---- connection -----------------------------------------------------------------------------
@@ -200,6 +207,7 @@ export function mountWorkbench(mountPoint: HTMLElement, payloadData: unknown): M
             topics = message.topics;
             envPanel.showTopics(topics);
           }
+          if (message.ids) envPanel.showValues(message.ids);
         }
         if (activity === 'idle') progress.hide();
         return refreshToolbar();
@@ -233,8 +241,10 @@ export function mountWorkbench(mountPoint: HTMLElement, payloadData: unknown): M
         activity = 'idle';
         lastPhase = '';
         progress.hide();
-        terminal.print(formatReport(message.report));
+        terminal.print(formatReport(message.report, terminal.columns()));
         report.show(message.report);
+        announce(verdictSentence(message.report));
+        hints.afterGrade(message.report.checks.filter((check) => !check.passed).map((check) => check.name));
         if (message.report.verdict === 'pass' && !message.report.quick) recordPasses({ [labId]: new Date().toISOString() });
         return refreshToolbar();
       case 'inspect-result':
@@ -249,9 +259,18 @@ export function mountWorkbench(mountPoint: HTMLElement, payloadData: unknown): M
       case 'error':
         if (!mine) return;
         if (activity === 'pending') activity = 'idle';
-        terminal.print([`${ansi.red('error')} ${message.message}`]);
+        // The server's message may quote the program (a compile error): sanitised before it is coloured.
+        terminal.print([`${ansi.red('error')} ${showControlCharacters(message.message)}`]);
         return refreshToolbar();
     }
+  }
+
+  function announce(text: string) {
+    // Emptied first, so the same verdict twice in a row is announced twice.
+    announcer.textContent = '';
+    requestAnimationFrame(() => {
+      announcer.textContent = text;
+    });
   }
 
   // ---- actions --------------------------------------------------------------------------------
@@ -332,6 +351,7 @@ export function mountWorkbench(mountPoint: HTMLElement, payloadData: unknown): M
 
   return {
     transcript: () => terminal.transcript(),
+    focusTerminal: () => terminal.focus(),
     dispose() {
       try {
         unsubscribe();
@@ -339,6 +359,7 @@ export function mountWorkbench(mountPoint: HTMLElement, payloadData: unknown): M
         if (dialog.open) dialog.close();
         layout.disconnect();
         themeWatch.dispose();
+        tabMode.dispose();
         terminal.dispose();
         editor.dispose();
       } catch (err) {

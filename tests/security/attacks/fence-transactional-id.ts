@@ -34,7 +34,8 @@ async function report(attack: () => Promise<unknown>): Promise<void> {
 }
 
 await report(async () => {
-  const producer = kafka.producer({ transactionalId: VICTIM_TXN, idempotent: true, maxInFlightRequests: 1 });
+  // kafkajs refuses an idempotent producer without retries: one, so the broker's answer is what ends it.
+  const producer = kafka.producer({ transactionalId: VICTIM_TXN, idempotent: true, maxInFlightRequests: 1, retry: { retries: 1 } });
   try {
     await producer.connect();
     const txn = await producer.transaction();

@@ -9,6 +9,8 @@
  * The crash-point machinery is shared with the @platformatic/kafka wrapper (crash-points.ts).
  */
 import * as real from 'kafkajs-real';
+// kafkajs's own table of protocol errors (which ones it retries), from the same copy the alias bundles.
+import { errorCodes } from 'kafkajs/src/protocol/error.js';
 import { DEFAULTS_ENV } from './protocol.ts';
 import { instrument as instrumentWith, report, transactionClosed, transactionOpened, type InstrumentOptions } from './crash-points.ts';
 
@@ -96,11 +98,28 @@ function wrapConsumer(consumer: Any): Any {
 
 const LEVEL_NAMES: Record<number, string> = { 1: 'ERROR', 2: 'WARN', 4: 'INFO', 5: 'DEBUG' };
 
-/** kafkajs logs JSON by default; in a terminal one readable line per event is kinder. */
+/**
+ * The protocol errors kafkajs retries by itself (its own table marks them retriable): a
+ * coordinator still writing the last transaction's markers (CONCURRENT_TRANSACTIONS), a group
+ * rebalancing, a coordinator moving. kafkajs logs each at ERROR level although nothing is wrong
+ * yet; a correct program would print alarming red lines on every transaction.
+ */
+const RETRIED_BY_KAFKAJS = new Set<string>(errorCodes.filter((e: Any) => e.retriable).map((e: Any) => e.message));
+
+/**
+ * kafkajs logs JSON by default; in a terminal one readable line per event is kinder. A retriable
+ * protocol error is shown as a plain "retrying" line on stdout: the learner sees an error only
+ * when the client gives up (its own ERROR line, or the exception the program gets).
+ */
 const readableLogCreator = () => ({ namespace, level, log }: Any) => {
   const { message, error, retryCount } = log;
   const detail = error && !String(message).includes(error) ? `: ${error}` : '';
   const retry = retryCount !== undefined ? ` (retry ${retryCount})` : '';
+  const text = `${message} ${error ?? ''}`;
+  if (level === 1 && [...RETRIED_BY_KAFKAJS].some((retriable) => text.includes(retriable))) {
+    console.log(`kafkajs retrying [${namespace}] ${message}${detail}${retry}`);
+    return;
+  }
   const line = `kafkajs ${LEVEL_NAMES[level] ?? level} [${namespace}] ${message}${detail}${retry}`;
   (level <= 2 ? console.error : console.log)(line);
 };

@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { bwrapArgs, INSIDE, launcherArgv, type SandboxRuntime } from './bubblewrap.ts';
 import { InstanceCgroup, type CgroupLimits } from './cgroup.ts';
+import { MODULE_GATE_NAME, moduleGateFile } from '../builtins.ts';
 import { endpointsFromEnv, HostRelay, planRelay } from './relay.ts';
 
 export interface SandboxLimits extends CgroupLimits {
@@ -35,7 +36,7 @@ export interface SandboxedProgram {
   group: string;
   instance: string;
   /** The node flags and script, as inside the sandbox. */
-  nodeArgs: (inside: { program: string; relay: string; tmp: string }) => string[];
+  nodeArgs: (inside: { program: string; relay: string; tmp: string; gate: string }) => string[];
 }
 
 export class InstanceSandbox {
@@ -62,9 +63,12 @@ export class InstanceSandbox {
       // A copy of the bundle: the sandbox's uid cannot read the attempt's work dir, and the copy
       // cannot change under the running program.
       const files: Array<[string, string]> = [];
-      for (const name of bundleFiles(program.file)) {
+      const sources: Array<[string, string]> = bundleFiles(program.file).map((name) => [path.join(path.dirname(program.file), name), name]);
+      // The run-time module gate (builtins.ts), loaded before the program.
+      sources.push([moduleGateFile(), MODULE_GATE_NAME]);
+      for (const [source, name] of sources) {
         const copy = path.join(bundle, name);
-        fs.copyFileSync(path.join(path.dirname(program.file), name), copy);
+        fs.copyFileSync(source, copy);
         files.push([copy, name]);
       }
       const { relayed, hostsFile } = planRelay(endpointsFromEnv(env), INSIDE.sockets);
@@ -73,7 +77,7 @@ export class InstanceSandbox {
       if (owner) for (const p of [this.dir, sockets, bundle, hosts, ...files.map(([f]) => f)]) fs.chownSync(p, owner.uid, owner.gid);
       this.relay = HostRelay.openSync(relayed, sockets, owner);
       this.cgroup = runtime.cgroups ? InstanceCgroup.create(runtime.cgroups, program.group, program.instance, limits) : null;
-      const command = [INSIDE.node, ...program.nodeArgs({ program: `${INSIDE.program}/${path.basename(program.file)}`, relay: INSIDE.relay, tmp: INSIDE.tmp })];
+      const command = [INSIDE.node, ...program.nodeArgs({ program: `${INSIDE.program}/${path.basename(program.file)}`, relay: INSIDE.relay, tmp: INSIDE.tmp, gate: `${INSIDE.program}/${MODULE_GATE_NAME}` })];
       const bwrap = bwrapArgs(runtime, { files, socketDir: sockets, hostsFile: hosts, tmpfsBytes: limits.tmpfsBytes, command });
       this.argv = launcherArgv(runtime, this.cgroup?.procsFiles ?? [], bwrap);
       this.env = { ...env, KAFKAIQ_RELAY: JSON.stringify(relayed), HOME: INSIDE.tmp, TMPDIR: INSIDE.tmp };

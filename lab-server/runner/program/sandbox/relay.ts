@@ -31,6 +31,12 @@ const DEFAULT_PORTS: Record<string, number> = { 'http:': 80, 'https:': 443, 'pos
 const HOST_PORT = /^\[?([A-Za-z0-9.:-]+?)\]?:(\d{1,5})$/;
 /** At most this many connections at once per endpoint: a program cannot exhaust the server's descriptors. */
 const MAX_CONNECTIONS_PER_ENDPOINT = 64;
+/**
+ * New connections per endpoint: a burst, then a steady rate. One past it is closed at once and
+ * never reaches the service, so a program's connect loop costs the broker (or the database)
+ * nothing: it is bounded before any login, where the broker cannot yet tell whose it is.
+ */
+export const RELAY_CONNECTION_RATE = { perSecond: 100, burst: 200 };
 
 /**
  * The endpoints an instance's env names: comma-separated host:port lists (KAFKA_BROKERS) and URLs
@@ -109,7 +115,12 @@ export class HostRelay {
   }
 
   private listen(endpoint: RelayedEndpoint, file: string, owner: { uid: number; gid: number } | null): void {
+    const admit = tokenBucket(RELAY_CONNECTION_RATE.perSecond, RELAY_CONNECTION_RATE.burst);
     const server = net.createServer((inside) => {
+      if (!admit()) {
+        inside.destroy();
+        return;
+      }
       const outside = net.connect({ host: endpoint.host, port: endpoint.port });
       this.sockets.add(inside);
       this.sockets.add(outside);
@@ -140,4 +151,18 @@ export class HostRelay {
     for (const socket of this.sockets) socket.destroy();
     this.sockets.clear();
   }
+}
+
+/** Whether one more event fits: `burst` at once, refilled at `perSecond`. */
+function tokenBucket(perSecond: number, burst: number): () => boolean {
+  let tokens = burst;
+  let updated = performance.now();
+  return () => {
+    const now = performance.now();
+    tokens = Math.min(burst, tokens + ((now - updated) / 1000) * perSecond);
+    updated = now;
+    if (tokens < 1) return false;
+    tokens -= 1;
+    return true;
+  };
 }

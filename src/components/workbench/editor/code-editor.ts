@@ -1,7 +1,12 @@
 /**
  * The learner's program: a Monaco TypeScript editor that starts with their saved code (or the
  * lab's starter) and saves as they type.
+ *
+ * Tab never traps the keyboard: entered from the keyboard, the editor is in Monaco's tab-focus
+ * mode (Tab and Shift+Tab move on to the next control); clicked into, Tab indents. Ctrl+M
+ * (Ctrl+Shift+M on macOS) switches between the two at any time, and the workbench shows which is on.
  */
+import { TabFocus } from 'monaco-editor/editor/browser/config/tabFocus';
 import type { KafkaClient } from '../../../shared/clients.ts';
 import { codeSlot, savedCode, saveCode } from '../storage.ts';
 import type { ThemeName } from '../theme.ts';
@@ -18,6 +23,8 @@ export interface CodeEditor {
   /** Saves this client's program and shows the other client's (saved, or its starter), with its types. */
   switchClient(client: KafkaClient, starter: string): void;
   setTheme(theme: ThemeName): void;
+  /** Calls back with whether Tab moves the focus (true) or indents (false), now and on every change. */
+  onTabMovesFocus(listener: (moves: boolean) => void): { dispose(): void };
   /** Binds a key chord (e.g. Ctrl+Enter) inside the editor. */
   addShortcut(keys: 'run' | 'grade', action: () => void): void;
   focus(): void;
@@ -44,10 +51,25 @@ export function createCodeEditor(
     fontSize: 13,
     scrollBeyondLastLine: false,
     tabSize: 2,
+    // In a lesson's column the editor shows about 80 columns: long lines wrap (indented under
+    // their start) instead of running off the edge.
+    wordWrap: 'on',
+    wrappingIndent: 'indent',
     fixedOverflowWidgets: true,
-    ariaLabel: options.label,
-    // Screen reader users and keyboard users need Tab to leave the editor: Ctrl+M toggles it.
-    tabFocusMode: false,
+    ariaLabel: `${options.label}. ${TAB_KEY_HELP}`,
+  });
+
+  // Keyboard or pointer: whichever reached the editor decides what Tab does until it is left.
+  let pointerEntry = false;
+  const onPointerDown = () => {
+    if (!editor.hasWidgetFocus()) pointerEntry = true;
+  };
+  container.addEventListener('pointerdown', onPointerDown, true);
+  const focusWatch = editor.onDidFocusEditorWidget(() => {
+    TabFocus.setTabFocusMode(!pointerEntry);
+  });
+  const blurWatch = editor.onDidBlurEditorWidget(() => {
+    pointerEntry = false;
   });
 
   let saveTimer: ReturnType<typeof setTimeout> | undefined;
@@ -83,9 +105,16 @@ export function createCodeEditor(
       const chord = keys === 'run' ? monaco.KeyMod.CtrlCmd | monaco.KeyCode.Enter : monaco.KeyMod.CtrlCmd | monaco.KeyMod.Shift | monaco.KeyCode.Enter;
       editor.addCommand(chord, action);
     },
+    onTabMovesFocus(listener) {
+      listener(TabFocus.getTabFocusMode());
+      return TabFocus.onDidChangeTabFocus(listener);
+    },
     focus: () => editor.focus(),
     dispose() {
       saveNow();
+      container.removeEventListener('pointerdown', onPointerDown, true);
+      focusWatch.dispose();
+      blurWatch.dispose();
       window.removeEventListener('pagehide', saveNow);
       changes.dispose();
       editor.dispose();
@@ -93,6 +122,11 @@ export function createCodeEditor(
     },
   };
 }
+
+const APPLE = typeof navigator !== 'undefined' && /Mac|iPhone|iPad|iPod/i.test(navigator.platform);
+/** The key that switches Tab between moving the focus and indenting (Monaco's own binding). */
+export const TAB_MODE_KEY = APPLE ? 'Ctrl+Shift+M' : 'Ctrl+M';
+const TAB_KEY_HELP = `${TAB_MODE_KEY} switches Tab between moving the focus and indenting.`;
 
 function monacoTheme(theme: ThemeName) {
   return theme === 'light' ? 'vs' : 'vs-dark';

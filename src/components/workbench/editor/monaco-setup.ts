@@ -52,6 +52,14 @@ import 'monaco-editor/editor/contrib/wordHighlighter/browser/wordHighlighter';
 import 'monaco-editor/editor/contrib/wordOperations/browser/wordOperations';
 import 'monaco-editor/editor/standalone/browser/quickAccess/standaloneCommandsQuickAccess';
 import 'monaco-editor/editor/common/standaloneStrings';
+// Services that editor contributions loaded later ask for. The TypeScript mode (a lazy chunk,
+// fetched when the first model is created) imports Monaco's worker glue, internal/common/workers,
+// which registers every editor contribution, CodeLens and drop-into-editor among them. An editor
+// created after that (a lesson's second lab) instantiates those, but the services they need were
+// registered after Monaco set up its services with the first editor: "depends on UNKNOWN service
+// ICodeLensCache" and "treeViewsDndService". Registered here, before any editor, they exist.
+import 'monaco-editor/editor/contrib/codelens/browser/codeLensCache';
+import 'monaco-editor/editor/common/services/treeViewsDndService';
 // (The codicon icon font CSS comes in with the suggest widget.)
 
 export { monaco };

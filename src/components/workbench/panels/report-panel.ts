@@ -14,7 +14,8 @@ export interface ReportPanel {
 const VERDICT_LABEL: Record<GradeReport['verdict'], string> = { pass: 'Pass', fail: 'Fail', inconclusive: 'Inconclusive', error: 'Error' };
 
 export function createReportPanel(): ReportPanel {
-  const element = h('section', { class: 'kiq-wb-report', hidden: true, 'aria-label': 'Grader report', 'aria-live': 'polite' });
+  // Not a live region: the workbench announces the verdict in one sentence (verdictSentence).
+  const element = h('section', { class: 'kiq-wb-report', hidden: true, 'aria-label': 'Grader report' });
   return {
     element,
     show(report) {
@@ -22,6 +23,14 @@ export function createReportPanel(): ReportPanel {
       element.hidden = false;
     },
   };
+}
+
+/** The verdict in one sentence, for the workbench's live region: what a screen reader announces. */
+export function verdictSentence(report: GradeReport): string {
+  const failed = report.checks.filter((check) => !check.passed).map((check) => check.name);
+  const kind = report.quick ? 'Quick grade' : 'Grade';
+  const checks = failed.length ? ` Failed ${failed.length === 1 ? 'check' : 'checks'}: ${failed.join(', ')}.` : '';
+  return `${kind} finished: ${VERDICT_LABEL[report.verdict]}. ${report.message}${checks}`;
 }
 
 function renderReport(report: GradeReport): Node[] {

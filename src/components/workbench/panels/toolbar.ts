@@ -31,6 +31,8 @@ export interface ToolbarState {
   instances: Instance[];
   hintsShown: number;
   hintsTotal: number;
+  /** The failed check the next hint is for (hints-panel.ts), if any. */
+  hintFor: string | null;
 }
 
 export interface Toolbar {
@@ -91,11 +93,45 @@ export function createToolbar(actions: ToolbarActions, client: KafkaClient): Too
   );
 
   let last: ToolbarState | null = null;
+  /**
+   * Focus follows the activity, never to the page top: a focused Run, Grade or Quick grade that
+   * gets disabled hands the focus to Stop, and a focused Stop that gets disabled hands it back to
+   * the button that started the activity (or to Run), as soon as that one is enabled again.
+   */
+  const activityButtons = [run, grade, quick];
+  let returnTo: HTMLButtonElement | null = null;
+  let focusLost = false;
+  function keepFocus(focusedBefore: Element | null) {
+    const active = document.activeElement;
+    if (focusLost && (active === null || active === document.body || active === stop)) {
+      const target = returnTo ?? run;
+      if (!target.disabled) {
+        target.focus();
+        focusLost = false;
+        returnTo = null;
+      }
+      return;
+    }
+    if (!(focusedBefore instanceof HTMLButtonElement) || !focusedBefore.disabled) return;
+    focusLost = false;
+    if (activityButtons.includes(focusedBefore)) {
+      returnTo = focusedBefore;
+      if (!stop.disabled) stop.focus();
+      else focusLost = true;
+    } else if (focusedBefore === stop) {
+      const target = returnTo ?? run;
+      if (!target.disabled) {
+        target.focus();
+        returnTo = null;
+      } else focusLost = true;
+    }
+  }
   // Pause/Resume names what it will do to the instance picked here.
   instanceSelect.addEventListener('change', () => last && update(last));
 
   function update(state: ToolbarState) {
     last = state;
+    const focusedBefore = document.activeElement;
     const idle = state.connected && state.activity === 'idle' && !state.busyElsewhere;
     const running = state.connected && state.activity === 'running';
     run.disabled = !idle;
@@ -125,7 +161,13 @@ export function createToolbar(actions: ToolbarActions, client: KafkaClient): Too
     allHints.hidden = state.hintsTotal === 0;
     hint.disabled = state.hintsShown >= state.hintsTotal;
     allHints.disabled = state.hintsShown >= state.hintsTotal;
-    hint.textContent = state.hintsShown >= state.hintsTotal ? 'All hints shown' : `Show hint ${state.hintsShown + 1}/${state.hintsTotal}`;
+    hint.textContent = state.hintFor
+      ? `Show hint for ${state.hintFor}`
+      : state.hintsShown >= state.hintsTotal
+        ? 'All hints shown'
+        : `Show hint ${state.hintsShown + 1}/${state.hintsTotal}`;
+    hint.title = state.hintFor ? `Reveal the hint about ${state.hintFor}, the check your last grade failed` : 'Reveal the next hint';
+    keepFocus(focusedBefore);
   }
 
   return { element, update, setExpanded };

@@ -5,7 +5,9 @@ const style = (code: string) => (text: string) => `${ESC}${code}m${text}${ESC}0m
 
 export const ansi = {
   bold: style('1'),
-  dim: style('2'),
+  // Not SGR 2 (faint): xterm paints it at half opacity, below a readable contrast. Bright black
+  // is a grey each terminal theme sets to at least 4.5:1 against its background (terminal-view.ts).
+  dim: style('90'),
   red: style('31'),
   green: style('32'),
   yellow: style('33'),

@@ -1,8 +1,11 @@
 /** Inspect results (topics, consume, offsets, txns) as terminal lines. */
 import type { ConsumedRecord, InspectResult } from '../../../shared/messages.ts';
 import { ansi, table } from './ansi.ts';
+import { showControlCharactersDeep } from '../../../shared/sanitise.ts';
 
-export function formatInspectResult(result: InspectResult): string[] {
+/** The lines for one result. Every string in it (keys, values, ids a program chose) is sanitised before it is coloured. */
+export function formatInspectResult(raw: InspectResult): string[] {
+  const result = showControlCharactersDeep(raw);
   switch (result.what) {
     case 'topics':
       if (result.topics.length === 0) return [ansi.dim('No lab topics yet: run your program first.')];
@@ -60,7 +63,8 @@ function consumeSummary(records: ConsumedRecord[]): string {
   return `${ansi.bold('total:')} ${parts.join(', ')}`;
 }
 
-export function formatRecord(record: ConsumedRecord): string {
+export function formatRecord(raw: ConsumedRecord): string {
+  const record = showControlCharactersDeep(raw);
   const where = `p${record.partition}@${record.offset}`;
   switch (record.status) {
     case 'marker': {

@@ -10,9 +10,17 @@
 const PROMPT = '\x1b[1;36mkafkaiq\x1b[0m \x1b[2m›\x1b[0m ';
 const PROMPT_WIDTH = 'kafkaiq › '.length;
 const HISTORY_LIMIT = 200;
-/** One key each: an escape sequence, a control character, or a run of printable text (a paste). */
-// eslint-disable-next-line no-control-regex
-const TOKENS = /\x1b(?:\[[0-9;]*[A-Za-z~]|O[A-Za-z])?|[\x00-\x1f\x7f]|[^\x00-\x1f\x7f\x1b]+/g;
+/**
+ * One key each: a whole escape sequence, a control character, or a run of printable text (a
+ * paste). A sequence is taken whole, so the parts of one that is not a key never become typed
+ * text: xterm's onData also carries its answers to queries (DA `ESC[?1;2c`, DSR/CPR `ESC[24;80R`,
+ * OSC colour reports, DECRQSS `ESC P1$r…ESC\`, focus `ESC[I`), which the editor must ignore.
+ * Forms: CSI (parameters, intermediates, final byte), OSC (to BEL or ST), DCS/SOS/PM/APC (to ST),
+ * SS3, any other ESC pair (each also in its 8-bit C1 form); then single C0/C1 controls and DEL; then text.
+ */
+const TOKENS =
+  // eslint-disable-next-line no-control-regex
+  /(?:\x1b\[|\x9b)[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]?|(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?|(?:\x1b[PX^_]|[\x90\x98\x9e\x9f])[^\x1b\x9c]*(?:\x1b\\|\x9c)?|\x1bO[\x20-\x7e]?|\x1b[\x20-\x7e]?|[\x00-\x1f\x7f-\x9f]|[^\x00-\x1f\x7f-\x9f]+/g;
 
 export class LineEditor {
   private buffer = '';
@@ -79,9 +87,9 @@ export class LineEditor {
       case '\x15':
         return this.edit('', 0);
     }
-    // Other keys (F-keys, alt-combos, control characters) do nothing; text is inserted.
+    // Other keys (F-keys, alt-combos, control characters) and terminal replies do nothing; text is inserted.
     // eslint-disable-next-line no-control-regex
-    if (token.startsWith('\x1b') || /^[\x00-\x1f]/.test(token)) return;
+    if (token.startsWith('\x1b') || /^[\x00-\x1f\x7f-\x9f]/.test(token)) return;
     this.edit(this.buffer.slice(0, this.cursor) + token + this.buffer.slice(this.cursor), this.cursor + token.length);
   }
 

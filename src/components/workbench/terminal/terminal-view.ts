@@ -5,11 +5,13 @@
 import { Terminal, type ITheme } from '@xterm/xterm';
 import { FitAddon } from '@xterm/addon-fit';
 import type { ThemeName } from '../theme.ts';
-import { ansi, instanceTag } from './ansi.ts';
+import { ansi } from './ansi.ts';
 import { LineEditor } from './line-editor.ts';
+import { outputLine, screenText } from './screen-text.ts';
 
 const THEMES: Record<ThemeName, ITheme> = {
-  dark: { background: '#17181c', foreground: '#d9dce3', cursor: '#a6e4f0', selectionBackground: '#0e7c9366' },
+  // brightBlack is the workbench's "dim" (ansi.ts): a grey of at least 4.5:1 on the background.
+  dark: { background: '#17181c', foreground: '#d9dce3', cursor: '#a6e4f0', selectionBackground: '#0e7c9366', brightBlack: '#9a9ea8' },
   light: {
     background: '#fbfbfc',
     foreground: '#23262d',
@@ -23,6 +25,7 @@ const THEMES: Record<ThemeName, ITheme> = {
     green: '#1c7a35',
     white: '#4b5060',
     brightWhite: '#23262d',
+    brightBlack: '#5f6370',
   },
 };
 
@@ -31,7 +34,10 @@ const PENDING_LIMIT = 5_000;
 export interface TerminalView {
   /** A line of program output. */
   output(instance: string, stream: 'stdout' | 'stderr' | 'system', line: string): void;
-  /** Lines the workbench itself prints (tables, notes); they may carry ANSI colour. */
+  /**
+   * Lines the workbench itself prints (tables, notes); they may carry its own ANSI colours, and
+   * nothing else: any other control character is shown escaped (keepOnlyColours).
+   */
   print(lines: readonly string[]): void;
   clear(): void;
   /** Its width in character columns, for text that wraps itself (the report). */
@@ -51,6 +57,9 @@ export function createTerminalView(container: HTMLElement, options: { theme: The
     scrollback: 5_000,
     convertEol: false,
     cursorBlink: true,
+    // xterm's default ANSI colours (red, blue, magenta on the dark background) fall below 4.5:1:
+    // it lightens or darkens any foreground that would.
+    minimumContrastRatio: 4.5,
     // Screen readers get the output through xterm's accessibility tree.
     screenReaderMode: false,
   });
@@ -96,8 +105,10 @@ export function createTerminalView(container: HTMLElement, options: { theme: The
     skipped = 0;
     editor.printAbove(lines);
   };
+  // The one way text reaches xterm besides the command line's echo: only the workbench's colours
+  // pass, so no escape sequence can move the cursor, retitle, set the clipboard or make xterm reply.
   const queue = (lines: readonly string[]) => {
-    pending.push(...lines);
+    pending.push(...lines.map(screenText));
     if (pending.length > PENDING_LIMIT) {
       skipped += pending.length - PENDING_LIMIT;
       pending = pending.slice(-PENDING_LIMIT);
@@ -107,8 +118,7 @@ export function createTerminalView(container: HTMLElement, options: { theme: The
 
   return {
     output(instance, stream, line) {
-      const text = stream === 'stderr' ? ansi.red(line) : stream === 'system' ? ansi.dim(line) : line;
-      queue([`${instanceTag(instance)} ${text}`]);
+      queue([outputLine(instance, stream, line)]);
     },
     print: queue,
     transcript() {

@@ -32,11 +32,19 @@ import org.apache.kafka.common.security.plain.PlainAuthenticateCallback;
  * (both super users) and attempts; any other name is refused.
  *
  * Configured through the listener's JAAS entry: secretFile="...".
+ *
+ * Each attempt user may log in at most kafkaiq.limit.authentications.per.second (with a burst);
+ * past that, every login of that user is refused for kafkaiq.limit.authentication.lockout.ms.
+ * Only a login with the right password counts, so a program cannot
+ * lock out another attempt by failing logins in its name. The broker's
+ * connection.failed.authentication.delay.ms then holds each refused connection before closing it,
+ * which bounds how fast one program can come back (server-properties.ts).
  */
 public final class HmacPlainCallbackHandler implements AuthenticateCallbackHandler {
     private static final Pattern ATTEMPT_USER = Pattern.compile("attempt-[a-z0-9-]{1,80}\\.([0-9]{1,12})");
     private static final Pattern SERVICE_USER = Pattern.compile("kafkaiq-(broker|grader)");
     private byte[] secret;
+    private PrincipalRateLimit authentications;
 
     @Override
     public void configure(Map<String, ?> configs, String mechanism, List<AppConfigurationEntry> entries) {
@@ -52,6 +60,10 @@ public final class HmacPlainCallbackHandler implements AuthenticateCallbackHandl
             throw new IllegalArgumentException("cannot read the SASL secret " + file + ": " + e.getMessage(), e);
         }
         if (secret.length < 32) throw new IllegalArgumentException("the SASL secret in " + file + " is shorter than 32 bytes");
+        authentications = PrincipalRateLimit.shared("authentications",
+            PrincipalRateLimit.number(configs, "kafkaiq.limit.authentications.per.second"),
+            PrincipalRateLimit.number(configs, "kafkaiq.limit.authentications.burst"),
+            (long) PrincipalRateLimit.number(configs, "kafkaiq.limit.authentication.lockout.ms"));
     }
 
     @Override
@@ -61,7 +73,8 @@ public final class HmacPlainCallbackHandler implements AuthenticateCallbackHandl
             if (callback instanceof NameCallback name) {
                 user = name.getDefaultName();
             } else if (callback instanceof PlainAuthenticateCallback plain) {
-                plain.authenticated(user != null && allowed(user) && matches(user, plain.password()));
+                // The rate is checked last: only a proven login spends a token of its user.
+                plain.authenticated(user != null && allowed(user) && matches(user, plain.password()) && authentications.tryAcquire(user));
             } else {
                 throw new UnsupportedCallbackException(callback);
             }
