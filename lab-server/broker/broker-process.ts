@@ -1,5 +1,4 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -8,14 +7,14 @@ import { STATE_DIR, displayPath } from '../core/paths.ts';
 import { retry } from '../core/retry.ts';
 import { ensureBrokerJars } from './jars.ts';
 import { findJava } from './java.ts';
-import { brokerJvmArgs, classpath } from './jvm-flags.ts';
+import { formatIfNeeded } from './format.ts';
+import { brokerJvmArgs } from './jvm-flags.ts';
 import { CONTROLLER_PORT_OFFSET, defaultBrokerPort } from './ports.ts';
 import { assertPortsFree, claimDataDir, liveOwner } from './data-dir.ts';
 import { isKafkaAt } from './probes.ts';
 import { lastErrorLine, readTail, waitUntilReady } from './readiness.ts';
 import { CRASH_LOOP, CrashLoop, quarantine, Watchdog, WATCHDOG, type WatchdogOptions } from './recovery.ts';
-import { BROKER_USER, GRADER_USER, kafkaSecret, passwordFor, secretFile } from '../kafka/credentials.ts';
-import { serverProperties, type BrokerNode, type BrokerSecurity } from './server-properties.ts';
+import type { BrokerNode } from './server-properties.ts';
 
 export interface BrokerOptions {
   /** 1 for the teaching broker, 3 for the failover labs. */
@@ -346,30 +345,7 @@ export class BrokerProcess {
   }
 
   private formatIfNeeded(javaCommand: string): void {
-    fs.mkdirSync(this.dataDir, { recursive: true });
-    const clusterIdFile = path.join(this.dataDir, 'cluster-id');
-    if (!fs.existsSync(clusterIdFile)) fs.writeFileSync(clusterIdFile, newClusterId());
-    const clusterId = fs.readFileSync(clusterIdFile, 'utf8').trim();
-    kafkaSecret(); // creates the secret on a first start
-    const security: BrokerSecurity = { secretFile: path.resolve(secretFile()), brokerUser: BROKER_USER, brokerPassword: passwordFor(BROKER_USER), superUsers: [BROKER_USER, GRADER_USER] };
-    for (const node of this.nodes) {
-      // 0600: the file holds the brokers' own password.
-      fs.rmSync(this.configPath(node.nodeId), { force: true });
-      fs.writeFileSync(this.configPath(node.nodeId), serverProperties(this.nodes, (id) => this.nodeDir(id), node, security), { mode: 0o600 });
-      if (fs.existsSync(path.join(this.nodeDir(node.nodeId), 'meta.properties'))) continue;
-      const result = spawnSync(
-        javaCommand,
-        ['-cp', classpath(), 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', this.configPath(node.nodeId)],
-        { encoding: 'utf8' },
-      );
-      if (result.status !== 0) {
-        fs.writeFileSync(this.logPath(node.nodeId), `${result.stdout}\n${result.stderr}`);
-        throw new KafkaIqError(
-          'BROKER_START_FAILED',
-          `Formatting the Kafka log directory failed: see ${displayPath(this.logPath(node.nodeId))} (delete ${displayPath(this.dataDir)} to start afresh).`,
-        );
-      }
-    }
+    formatIfNeeded({ dataDir: this.dataDir, nodes: this.nodes, javaCommand, nodeDir: (id) => this.nodeDir(id), configPath: (id) => this.configPath(id), logPath: (id) => this.logPath(id) });
   }
 
   private spawnNode(node: BrokerNode, javaCommand: string): void {
@@ -411,17 +387,5 @@ export class BrokerProcess {
         ? `Kafka node ${nodeId} could not bind its port (already in use): stop the other program or set KAFKA_BROKERS. Log: ${displayPath(logFile)}`
         : `Kafka node ${nodeId} exited during start (code ${child.exitCode ?? child.signalCode}): see ${displayPath(logFile)}${lastErrorLine(tail)}`,
     );
-  }
-}
-
-/**
- * A KRaft cluster id: 16 random bytes, base64url, as Kafka's Uuid prints them. One that starts
- * with "-" would read as an option to `kafka-storage format -t`, so, like Kafka's own
- * Uuid.randomUuid, draw again (about 1 id in 64).
- */
-function newClusterId(): string {
-  for (;;) {
-    const id = randomBytes(16).toString('base64url');
-    if (!id.startsWith('-')) return id;
   }
 }

@@ -157,7 +157,8 @@ export class Watchdog {
           this.target.down(node.nodeId, answer.reason);
         }
         if (Date.now() - since >= this.options.killAfterMs) {
-          this.silentSince.delete(node.nodeId);
+          // Told once: until the node is gone from the watched list, it is neither down again nor killed again.
+          this.silentSince.set(node.nodeId, Infinity);
           this.target.wedged(node.nodeId, Date.now() - since);
         }
       }

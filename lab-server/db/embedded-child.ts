@@ -12,12 +12,13 @@
  * Talks to the lab server over IPC (see EmbeddedMessage / EmbeddedCommand in embedded.ts) and
  * exits as soon as the lab server is gone: the IPC channel or stdin closes.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketHandler } from '@electric-sql/pglite-socket';
 import { embeddedStartSchema, type EmbeddedCommand, type EmbeddedMessage, type PristineSnapshot } from './embedded.ts';
+import { requirePassword } from './wire-auth.ts';
 import { ConnectionQueue } from './wire-queue.ts';
 
 const send = (message: EmbeddedMessage) => {
@@ -53,10 +54,14 @@ async function main(): Promise<void> {
   const started = performance.now();
   const { db, made } = await pristine();
   const queue = new ConnectionQueue(db);
+  // Made here and told to the lab server over IPC only: the attempt's URL is the one place it goes.
+  const password = randomBytes(24).toString('base64url');
   const server = net.createServer((socket) => {
-    // pglite-socket frames the protocol; our queue decides who talks to the backend (wire-queue.ts).
-    const handler = new PGLiteSocketHandler({ queryQueue: queue as never, closeOnDetach: true });
-    handler.attach(socket).catch(() => socket.destroy());
+    requirePassword(socket, password, (authenticated) => {
+      // pglite-socket frames the protocol; our queue decides who talks to the backend (wire-queue.ts).
+      const handler = new PGLiteSocketHandler({ queryQueue: queue as never, closeOnDetach: true });
+      handler.attach(authenticated).catch(() => authenticated.destroy());
+    });
   });
   server.maxConnections = 200;
   await new Promise<void>((resolve, reject) => {
@@ -71,6 +76,7 @@ async function main(): Promise<void> {
   send({
     t: 'ready',
     port,
+    password,
     startMs: Math.round(performance.now() - started),
     rssMb: Math.round(process.memoryUsage().rss / 1e6),
     ...(made ? { snapshot: made } : {}),

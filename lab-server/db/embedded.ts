@@ -31,7 +31,7 @@ export type EmbeddedStart = z.infer<typeof embeddedStartSchema>;
 export type EmbeddedCommand = { t: 'stats'; id: number };
 /** child -> lab server */
 export type EmbeddedMessage =
-  | { t: 'ready'; port: number; startMs: number; rssMb: number; snapshot?: PristineSnapshot }
+  | { t: 'ready'; port: number; password: string; startMs: number; rssMb: number; snapshot?: PristineSnapshot }
   | { t: 'failed'; error: string }
   | { t: 'done'; id: number; ok: boolean; error?: string; rssMb?: number };
 
@@ -47,6 +47,8 @@ export class EmbeddedDatabase {
   private constructor(
     private readonly child: ChildProcess,
     readonly port: number,
+    /** Made by the child for this database only (wire-auth.ts): nobody without the URL connects. */
+    private readonly password: string,
     /** How long PGlite took to start, inside the child. */
     readonly startMs: number,
     /** The child's resident memory right after the start. */
@@ -71,9 +73,9 @@ export class EmbeddedDatabase {
     });
   }
 
-  /** A connection string for the learner's program and the grader (user postgres, no password). */
+  /** A connection string for the learner's program and the grader: user postgres, this database's password. */
   get url(): string {
-    return `postgresql://postgres@127.0.0.1:${this.port}/postgres`;
+    return `postgresql://postgres:${this.password}@127.0.0.1:${this.port}/postgres`;
   }
 
   get alive(): boolean {
@@ -120,7 +122,7 @@ export class EmbeddedDatabase {
     });
     child.stderr!.removeAllListeners('data');
     child.stderr!.resume();
-    return new EmbeddedDatabase(child, ready.port, ready.startMs, ready.rssMb, ready.snapshot ?? null);
+    return new EmbeddedDatabase(child, ready.port, ready.password, ready.startMs, ready.rssMb, ready.snapshot ?? null);
   }
 
   private command(t: 'stats', timeoutMs: number): Promise<EmbeddedMessage & { t: 'done' }> {
@@ -149,6 +151,8 @@ export class EmbeddedDatabase {
   async stop(): Promise<void> {
     if (!this.alive) return;
     const exited = new Promise<void>((resolve) => this.child.once('exit', () => resolve()));
+    // Whoever awaits the stop waits for the exit: the process stays alive that long.
+    this.child.ref();
     this.child.kill('SIGKILL');
     await exited;
   }

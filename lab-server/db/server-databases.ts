@@ -90,7 +90,7 @@ export class ServerDatabases {
   /** The pristine template, made on first use: a copy of template0 that accepts no connection, ever. */
   private pristineTemplate(): Promise<string> {
     if (!this.template) {
-      const name = `kiq_pristine_${randomBytes(8).toString('hex')}`;
+      const name = `kafkaiq_pristine_${randomBytes(8).toString('hex')}`;
       const making = this.withServer(async (admin) => {
         await admin.query(`CREATE DATABASE ${quoteIdent(name)} TEMPLATE template0 ALLOW_CONNECTIONS false`);
         await admin.query(`REVOKE ALL ON DATABASE ${quoteIdent(name)} FROM PUBLIC`);

@@ -8,6 +8,12 @@ import type { DatabaseSpec, ExpectedEffectSpec } from '../../src/shared/lab.ts';
 import { describeError, KafkaIqError } from '../../src/shared/errors.ts';
 import { bestEffort } from '../core/best-effort.ts';
 import { databasePool, redactUrl, type DatabaseLease, type DatabasePool } from '../db/pool.ts';
+import { MAX_SQL_ROWS } from '../../src/shared/messages.ts';
+
+/** The longest cell `sql` shows, in characters. */
+const MAX_SQL_CELL = 200;
+/** How long one `sql` query may take. */
+const SQL_TIMEOUT_MS = 3_000;
 import type { SeededRecord } from './seeder.ts';
 
 export interface EffectRow {
@@ -120,6 +126,43 @@ export class AttemptDatabase {
     }
   }
 
+  get isReleased(): boolean {
+    return this.released;
+  }
+
+  /**
+   * The terminal's `sql`: one SELECT (or WITH ... SELECT) of the learner's, on a connection of its
+   * own with the program's credentials, inside a READ ONLY transaction that is rolled back, sent
+   * with the extended protocol (one statement only: `SELECT 1; DROP TABLE t` is refused by the
+   * server), bounded in time, rows and cell length.
+   */
+  async readOnlyQuery(query: string): Promise<{ columns: string[]; rows: (string | null)[][]; truncated: boolean }> {
+    const text = query.trim().replace(/;\s*$/, '');
+    const start = text.replace(/^(\s|--[^\n]*\n|\/\*[\s\S]*?\*\/)+/, '');
+    if (!/^(select|with)\b/i.test(start)) throw new KafkaIqError('INVALID_INPUT', 'sql runs one SELECT (or WITH ... SELECT) only: it reads the database, it never changes it.');
+    if (this.released) throw new KafkaIqError('INVALID_INPUT', "The attempt's database was given back when it ended: press Run, then query it while the program runs.");
+    const client = new pg.Client({ connectionString: this.lease.url, connectionTimeoutMillis: 5_000, statement_timeout: SQL_TIMEOUT_MS, query_timeout: SQL_TIMEOUT_MS + 2_000 });
+    client.on('error', () => {}); // a dropped connection fails the query below, which says so
+    try {
+      await client.connect();
+      await client.query('BEGIN TRANSACTION READ ONLY');
+      // The learner's text inside a subquery: LIMIT bounds what the server sends, whatever it asks for.
+      const result = await client.query({
+        text: `SELECT * FROM (${text}\n) AS kafkaiq_sql LIMIT ${MAX_SQL_ROWS + 1}`,
+        rowMode: 'array',
+        queryMode: 'extended',
+      } as pg.QueryConfig & { queryMode: 'extended' });
+      await client.query('ROLLBACK');
+      const rows = (result.rows as unknown[][]).slice(0, MAX_SQL_ROWS).map((row) => row.map(cellText));
+      return { columns: result.fields.map((f) => f.name), rows, truncated: result.rows.length > MAX_SQL_ROWS };
+    } catch (err) {
+      if (err instanceof KafkaIqError) throw err;
+      throw new KafkaIqError('INVALID_INPUT', `sql: ${describeError(err)}`, { cause: err });
+    } finally {
+      await client.end().catch(() => {});
+    }
+  }
+
   /** Closes the grader's connection and gives the database back to the pool. */
   async release(): Promise<void> {
     if (this.released) return;
@@ -129,4 +172,10 @@ export class AttemptDatabase {
     if (client) await bestEffort("close the grader's connection to the attempt's database", () => client.end());
     await this.lease.release();
   }
+}
+
+function cellText(value: unknown): string | null {
+  if (value === null || value === undefined) return null;
+  const text = value instanceof Date ? value.toISOString() : typeof value === 'object' ? JSON.stringify(value) : String(value);
+  return text.length > MAX_SQL_CELL ? `${text.slice(0, MAX_SQL_CELL)} … [${text.length} characters]` : text;
 }

@@ -166,7 +166,7 @@ export class LabSession implements LabSessionApi {
       }
       case 'consume': {
         const topic = this.resolveTopic(command.topic);
-        return { what: 'consume', topic, isolation: command.isolation, ...(await this.consume(topic, command.isolation)) };
+        return { what: 'consume', topic, isolation: command.isolation, ...(await this.consume(topic, command)) };
       }
       case 'offsets': {
         const topic = this.resolveTopic(command.topic);
@@ -183,6 +183,16 @@ export class LabSession implements LabSessionApi {
       }
       case 'txns':
         return { what: 'txns', transactions: this.latest ? await listTransactions(brokers, this.latest.namespace) : [] };
+      case 'sql': {
+        const database = (this.current?.attempt ?? this.latest)?.database() ?? null;
+        if (!database) {
+          throw new KafkaIqError(
+            'INVALID_INPUT',
+            "No database to query: `sql` reads the database of a lab that writes to one, while its Run (or grade) goes on; the database is given back when it ends.",
+          );
+        }
+        return { what: 'sql', ...(await database.readOnlyQuery(command.query)) };
+      }
     }
   }
 
@@ -190,25 +200,37 @@ export class LabSession implements LabSessionApi {
    * Shows a topic the way each isolation level sees it, plus what it hides: records of aborted
    * transactions, records of still-open ones, and the offsets taken by commit/abort markers.
    */
-  private async consume(topic: string, isolation: 'read_committed' | 'read_uncommitted'): Promise<{ records: ConsumedRecord[]; truncated: boolean }> {
+  private async consume(
+    topic: string,
+    window: { isolation: 'read_committed' | 'read_uncommitted'; from?: number; limit: number; partition?: number },
+  ): Promise<{ records: ConsumedRecord[]; truncated: boolean; omitted: { partition: number; before: number; after: number }[] }> {
+    const { isolation } = window;
     const brokers = this.brokers;
-    const offsets = await partitionOffsets(brokers, topic);
+    const offsets = (await partitionOffsets(brokers, topic)).filter((p) => window.partition === undefined || p.partition === window.partition);
+    if (window.partition !== undefined && offsets.length === 0) throw new KafkaIqError('INVALID_INPUT', `${topic} has no partition ${window.partition}.`);
     const committed = await readTopic(this.client, brokers, topic, { isolation: 'read_committed', timeoutMs: 5_000 });
     const uncommitted = await readTopic(this.client, brokers, topic, { isolation: 'read_uncommitted', timeoutMs: 5_000 });
     const committedAt = new Set(committed.records.map((r) => `${r.partition}/${r.offset}`));
     const records: ConsumedRecord[] = [];
+    const omitted: { partition: number; before: number; after: number }[] = [];
     for (const p of offsets) {
       const data = uncommitted.records.filter((r) => r.partition === p.partition);
       const byOffset = new Map(data.map((r) => [r.offset, r]));
+      // Every entry of the partition as this isolation level lists it, then the window of it.
+      const entries: ConsumedRecord[] = [];
       for (let offset = p.logStart; offset < p.hwm; offset++) {
         const r = byOffset.get(offset);
         const status: ConsumedRecord['status'] = !r ? 'marker' : committedAt.has(`${p.partition}/${offset}`) ? 'committed' : offset >= p.lso ? 'open' : 'aborted';
         if (isolation === 'read_committed' && (status === 'aborted' || status === 'open')) continue;
-        if (records.length > MAX_CONSUMED) break;
-        records.push({ partition: p.partition, offset, key: shown(r?.key ?? null), value: shown(r?.value ?? null), status });
+        entries.push({ partition: p.partition, offset, key: r?.key ?? null, value: r?.value ?? null, status });
       }
+      const start = window.from === undefined ? Math.max(0, entries.length - window.limit) : entries.findIndex((e) => e.offset >= window.from!);
+      const first = start < 0 ? entries.length : start;
+      const shownEntries = entries.slice(first, first + window.limit);
+      if (first > 0 || first + shownEntries.length < entries.length) omitted.push({ partition: p.partition, before: first, after: entries.length - first - shownEntries.length });
+      for (const e of shownEntries) records.push({ ...e, key: shown(e.key), value: shown(e.value) });
     }
-    return { records: records.slice(0, MAX_CONSUMED), truncated: records.length > MAX_CONSUMED };
+    return { records: records.slice(0, MAX_CONSUMED), truncated: records.length > MAX_CONSUMED, omitted };
   }
 
   async dispose(): Promise<void> {

@@ -15,7 +15,7 @@ import { maintenanceFor, type MaintenanceLock } from '../broker/maintenance.ts';
 import { describeError, KafkaIqError } from '../../src/shared/errors.ts';
 import { BROKER_LIB_DIR, ROOT_DIR } from '../core/paths.ts';
 import { grantAttempt, type AttemptIdentity } from '../kafka/attempt-acls.ts';
-import { graderPrefix, learnerNames, type LearnerNames } from '../kafka/attempt-names.ts';
+import { graderPrefix, learnerNames, namespaceEnv, slotTransactionalId, type LearnerNames } from '../kafka/attempt-names.ts';
 import { fenceTransactionalIds } from '../kafka/fence.ts';
 import { GroupEvictor } from '../kafka/group-evictor.ts';
 import { createKafka } from '../kafka/client.ts';
@@ -36,6 +36,7 @@ import { OutputSink } from './program/output-sink.ts';
 import type { ProgramSource } from './program/program-instance.ts';
 import type { Supervisor } from './program/supervisor.ts';
 import type { Attempt, AttemptOptions, AttemptPhase } from './types.ts';
+import type { AttemptDatabase } from './database-attempt.ts';
 
 /** What a scenario read and judged: every check it decided, how to weigh the lab's, and the output counts. */
 export interface Outcome {
@@ -84,6 +85,8 @@ export interface Scenario<Played = unknown> {
   manualFault(kind: ManualFault, instanceId?: string): Promise<void>;
   /** Gives back everything the scenario holds (processes, clients, databases). */
   shutdown(): Promise<void>;
+  /** The attempt's database while the scenario holds it (the terminal's `sql`); absent: no database. */
+  database?(): AttemptDatabase | null;
 }
 
 export class AttemptLifecycle implements Attempt {
@@ -154,6 +157,11 @@ export class AttemptLifecycle implements Attempt {
     return learnerNames(definition, namespaces, slots);
   }
 
+  database(): AttemptDatabase | null {
+    const database = this.scenario.database?.() ?? null;
+    return database && !database.isReleased ? database : null;
+  }
+
   realTopic(logical: string): string {
     return `${this.namespace}-${logical}`;
   }
@@ -165,18 +173,19 @@ export class AttemptLifecycle implements Attempt {
 
   /**
    * Env name -> this attempt's group and transactional ids, for the learner's display: the values
-   * the scenarios give each instance (pipeline/scenario.ts env(): slot n's TRANSACTIONAL_ID ends in
-   * -tx-n), only those the lab's env lists.
+   * the scenarios give each instance (kafka/attempt-names.ts; TRANSACTIONAL_ID is per slot, one
+   * value per instance), only those the lab's env lists.
    */
   idEnv(): Record<string, string> {
-    const slots = Array.from({ length: this.lab.definition.instances }, (_, i) => `${this.namespace}-tx-${i + 1}`);
-    const ids: Record<string, string> = {
-      GROUP_ID: this.groupId,
-      TRANSACTIONAL_ID_PREFIX: `${this.namespace}-tx`,
-      TRANSACTIONAL_ID: slots.length === 1 ? slots[0]! : slots.map((id, i) => `i${i + 1}: ${id}`).join(', '),
+    const { GROUP_ID, TRANSACTIONAL_ID_PREFIX } = namespaceEnv(this.lab.definition, this.namespace);
+    const slots = Array.from({ length: this.lab.definition.instances }, (_, i) => slotTransactionalId(this.namespace, i + 1));
+    const ids: Record<string, string | undefined> = {
+      GROUP_ID,
+      TRANSACTIONAL_ID_PREFIX,
+      TRANSACTIONAL_ID: slots.length === 1 ? slots[0] : slots.map((id, i) => `i${i + 1}: ${id}`).join(', '),
     };
     const listed = new Set(this.lab.definition.env.map((e) => e.name));
-    return Object.fromEntries(Object.entries(ids).filter(([name]) => listed.has(name)));
+    return Object.fromEntries(Object.entries(ids).filter((entry): entry is [string, string] => listed.has(entry[0]) && entry[1] !== undefined));
   }
 
   /**

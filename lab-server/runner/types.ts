@@ -6,6 +6,7 @@ import type { PHASES } from '../../src/shared/messages.ts';
 import type { GradeReport } from '../../src/shared/report.ts';
 import type { BrokerControl } from '../broker/cluster.ts';
 import type { DatabasePool } from '../db/pool.ts';
+import type { AttemptDatabase } from './database-attempt.ts';
 import type { LoadedLab } from '../labs/load-lab.ts';
 import type { ManualFault, SessionListener } from './contract.ts';
 
@@ -43,4 +44,6 @@ export interface Attempt {
   requestStop(): void;
   manualFault(kind: ManualFault, instanceId?: string): Promise<void>;
   deleteTopics(): Promise<void>;
+  /** The attempt's database while it holds one (labs with a `database` block, until the attempt ends). */
+  database(): AttemptDatabase | null;
 }

@@ -10,13 +10,19 @@ import { DatabaseSync } from 'node:sqlite';
 import { STATE_DIR } from '../core/paths.ts';
 import { KafkaIqError } from '../../src/shared/errors.ts';
 import { displayNameKey } from '../../src/shared/class-view.ts';
-import type { AttemptSummary } from '../../src/shared/messages.ts';
+import type { AttemptSummary, SolutionReveal } from '../../src/shared/messages.ts';
 import { gradeReportSchema, type GradeReport } from '../../src/shared/report.ts';
 import { parseWithFriendlyErrors } from '../../src/shared/validate.ts';
 
 export const DEFAULT_ATTEMPTS_FILE = path.join(STATE_DIR, 'attempts.sqlite');
 /** History lists the newest attempts only; the full record stays in the file. */
-const HISTORY_LIMIT = 100;
+export const HISTORY_LIMIT = 100;
+/**
+ * The graded program is kept with the newest attempts of each lab and learner only: older
+ * attempts keep their report and lose their code, so one learner's grades cannot fill the disk
+ * (each program is at most MAX_CODE_BYTES, 256 KB).
+ */
+export const CODE_KEPT_PER_LAB = 50;
 /** The class view shows this many learners per page at most. */
 export const MAX_ROSTER_PAGE = 200;
 
@@ -24,6 +30,16 @@ export interface AttemptHistory {
   attempts: AttemptSummary[];
   /** Labs with at least one passing full grade (a quick grade is a smoke test, not a pass). */
   passedLabs: string[];
+  /** The reference solutions this learner revealed (of the lab asked for, or of every lab), newest first. */
+  reveals: SolutionReveal[];
+}
+
+/** One attempt in full: what the history lists, its report and the program it graded. */
+export interface StoredAttempt {
+  summary: AttemptSummary;
+  report: GradeReport;
+  /** null when the attempt is older than the CODE_KEPT_PER_LAB newest of its lab, or was saved without it. */
+  code: string | null;
 }
 
 /** One learner as the instructor's class view shows them (never their session id). */
@@ -36,6 +52,8 @@ export interface LearnerSummary {
   passedLabs: string[];
   /** The newest report of each lab the learner graded, newest lab first. */
   latest: { lab: string; at: string; report: GradeReport }[];
+  /** Reference solutions the learner revealed, newest first (beforePass: before their first pass of that lab). */
+  reveals: SolutionReveal[];
 }
 
 /** One page of the class view's learners, and how many there are in all. */
@@ -46,8 +64,13 @@ export interface RosterPage {
 }
 
 export interface AttemptStore {
-  /** Saves a finished grade; returns the attempt id. */
-  save(sessionId: string, report: GradeReport): number;
+  /** Saves a finished grade, with the program it graded; returns the attempt id. */
+  save(sessionId: string, report: GradeReport, code?: string): number;
+  /**
+   * Records that the learner was shown a lab's reference solution; 'no-grade' (nothing recorded)
+   * when this session has not graded that lab yet: the solution comes after an attempt.
+   */
+  recordReveal(sessionId: string, lab: string): SolutionReveal | 'no-grade';
   /**
    * Sets (or with null, forgets) the name the learner chose to show their instructor; 'taken'
    * when another learner's name looks the same (displayNameKey), and nothing changes then.
@@ -58,6 +81,8 @@ export interface AttemptStore {
   history(sessionId: string, lab?: string): AttemptHistory;
   /** One full report, only if it belongs to this session. */
   get(sessionId: string, attemptId: number): GradeReport | null;
+  /** One attempt with its report and code, only if it belongs to this session. */
+  attempt(sessionId: string, attemptId: number): StoredAttempt | null;
   close(): void;
 }
 
@@ -87,6 +112,17 @@ const MIGRATIONS: readonly string[] = [
   // Names unique within the class by what they look like; keys are filled in by fillNameKeys().
   `ALTER TABLE learners ADD COLUMN name_key TEXT;
    CREATE UNIQUE INDEX learners_by_name_key ON learners (name_key);`,
+  // History: the exact program each grade graded (kept for the newest attempts only, see
+  // CODE_KEPT_PER_LAB), and when a learner was shown a lab's reference solution.
+  `ALTER TABLE attempts ADD COLUMN code TEXT;
+   CREATE TABLE reveals (
+     id          INTEGER PRIMARY KEY AUTOINCREMENT,
+     session_id  TEXT    NOT NULL,
+     lab         TEXT    NOT NULL,
+     created_at  TEXT    NOT NULL,
+     before_pass INTEGER NOT NULL CHECK (before_pass IN (0, 1))
+   );
+   CREATE INDEX reveals_by_session ON reveals (session_id, lab, id);`,
 ];
 
 interface AttemptRow {
@@ -97,7 +133,18 @@ interface AttemptRow {
   quick: 0 | 1;
   duration_ms: number;
   created_at: string;
+  has_code: 0 | 1;
+  n: number;
 }
+
+interface RevealRow {
+  lab: string;
+  created_at: string;
+  before_pass: 0 | 1;
+}
+
+/** At most this many reveals are listed per learner (one per lab is the usual count). */
+const REVEALS_LIMIT = 100;
 
 export function openAttemptStore(options: { file?: string } = {}): AttemptStore {
   const file = options.file ?? DEFAULT_ATTEMPTS_FILE;
@@ -108,10 +155,18 @@ export function openAttemptStore(options: { file?: string } = {}): AttemptStore 
   fillNameKeys(db);
 
   const insert = db.prepare(
-    `INSERT INTO attempts (session_id, lab, verdict, seed, quick, duration_ms, created_at, report)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO attempts (session_id, lab, verdict, seed, quick, duration_ms, created_at, report, code)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
-  const columns = 'id, lab, verdict, seed, quick, duration_ms, created_at';
+  // Older attempts of the same lab and learner keep their report, not their program.
+  const forgetOldCode = db.prepare(
+    `UPDATE attempts SET code = NULL
+      WHERE session_id = ? AND lab = ? AND code IS NOT NULL
+        AND id < (SELECT MIN(id) FROM (SELECT id FROM attempts WHERE session_id = ? AND lab = ? ORDER BY id DESC LIMIT ?))`,
+  );
+  // n: the attempt's number among this learner's attempts of its lab (1 = the first), stable as more are added.
+  const columns = `id, lab, verdict, seed, quick, duration_ms, created_at, code IS NOT NULL AS has_code,
+     (SELECT COUNT(*) FROM attempts b WHERE b.session_id = attempts.session_id AND b.lab = attempts.lab AND b.id <= attempts.id) AS n`;
   const listAll = db.prepare(
     `SELECT ${columns} FROM attempts WHERE session_id = ? ORDER BY id DESC LIMIT ?`,
   );
@@ -124,6 +179,21 @@ export function openAttemptStore(options: { file?: string } = {}): AttemptStore 
         AND COALESCE(json_extract(report, '$.replay'), 0) = 0 ORDER BY lab`,
   );
   const one = db.prepare(`SELECT report FROM attempts WHERE id = ? AND session_id = ?`);
+  const oneFull = db.prepare(`SELECT ${columns}, report, code FROM attempts WHERE id = ? AND session_id = ?`);
+  const graded = db.prepare(`SELECT 1 FROM attempts WHERE session_id = ? AND lab = ? LIMIT 1`);
+  const passedLab = db.prepare(
+    `SELECT 1 FROM attempts WHERE session_id = ? AND lab = ? AND verdict = 'pass' AND quick = 0
+        AND COALESCE(json_extract(report, '$.replay'), 0) = 0 LIMIT 1`,
+  );
+  const insertReveal = db.prepare(`INSERT INTO reveals (session_id, lab, created_at, before_pass) VALUES (?, ?, ?, ?)`);
+  const revealsAll = db.prepare(`SELECT lab, created_at, before_pass FROM reveals WHERE session_id = ? ORDER BY id DESC LIMIT ?`);
+  const revealsLab = db.prepare(`SELECT lab, created_at, before_pass FROM reveals WHERE session_id = ? AND lab = ? ORDER BY id DESC LIMIT ?`);
+  const reveals = (sessionId: string, lab?: string): SolutionReveal[] =>
+    ((lab === undefined ? revealsAll.all(sessionId, REVEALS_LIMIT) : revealsLab.all(sessionId, lab, REVEALS_LIMIT)) as unknown as RevealRow[]).map((row) => ({
+      lab: row.lab,
+      at: row.created_at,
+      beforePass: row.before_pass === 1,
+    }));
   const upsertName = db.prepare(
     `INSERT INTO learners (session_id, display_name, updated_at, name_key) VALUES (?, ?, ?, ?)
      ON CONFLICT (session_id) DO UPDATE SET display_name = excluded.display_name, updated_at = excluded.updated_at, name_key = excluded.name_key`,
@@ -146,33 +216,51 @@ export function openAttemptStore(options: { file?: string } = {}): AttemptStore 
   );
 
   return {
-    save(sessionId, report) {
-      const result = insert.run(
-        sessionId,
-        report.lab,
-        report.verdict,
-        report.seed,
-        report.quick ? 1 : 0,
-        report.stats.durationMs,
-        new Date().toISOString(),
-        JSON.stringify(report),
-      );
-      return Number(result.lastInsertRowid);
+    save(sessionId, report, code) {
+      db.exec('BEGIN IMMEDIATE');
+      try {
+        const result = insert.run(
+          sessionId,
+          report.lab,
+          report.verdict,
+          report.seed,
+          report.quick ? 1 : 0,
+          report.stats.durationMs,
+          new Date().toISOString(),
+          JSON.stringify(report),
+          code ?? null,
+        );
+        forgetOldCode.run(sessionId, report.lab, sessionId, report.lab, CODE_KEPT_PER_LAB);
+        db.exec('COMMIT');
+        return Number(result.lastInsertRowid);
+      } catch (error) {
+        db.exec('ROLLBACK');
+        throw error;
+      }
+    },
+    recordReveal(sessionId, lab) {
+      if (!graded.get(sessionId, lab)) return 'no-grade';
+      const at = new Date().toISOString();
+      const beforePass = !passedLab.get(sessionId, lab);
+      insertReveal.run(sessionId, lab, at, beforePass ? 1 : 0);
+      return { lab, at, beforePass };
+    },
+    attempt(sessionId, attemptId) {
+      const row = oneFull.get(attemptId, sessionId) as (AttemptRow & { report: string; code: string | null }) | undefined;
+      if (!row) return null;
+      return {
+        summary: summaryOf(row),
+        report: parseWithFriendlyErrors(gradeReportSchema, JSON.parse(row.report), `Stored attempt ${attemptId}`, 'INTERNAL'),
+        code: row.code,
+      };
     },
     history(sessionId, lab) {
       // node:sqlite types rows loosely; these are the columns the statements select.
       const rows = (lab === undefined ? listAll.all(sessionId, HISTORY_LIMIT) : listLab.all(sessionId, lab, HISTORY_LIMIT)) as unknown as AttemptRow[];
       return {
-        attempts: rows.map((row) => ({
-          id: row.id,
-          lab: row.lab,
-          at: row.created_at,
-          verdict: row.verdict,
-          quick: row.quick === 1,
-          seed: row.seed,
-          durationMs: row.duration_ms,
-        })),
+        attempts: rows.map(summaryOf),
         passedLabs: (passed.all(sessionId) as unknown as { lab: string }[]).map((row) => row.lab),
+        reveals: reveals(sessionId, lab),
       };
     },
     setDisplayName(sessionId, displayName) {
@@ -202,6 +290,7 @@ export function openAttemptStore(options: { file?: string } = {}): AttemptStore 
           at: r.created_at,
           report: parseWithFriendlyErrors(gradeReportSchema, JSON.parse(r.report), `Stored attempt of ${r.lab}`, 'INTERNAL'),
         })),
+        reveals: reveals(row.session_id),
       }));
       return { learners, total };
     },
@@ -214,6 +303,20 @@ export function openAttemptStore(options: { file?: string } = {}): AttemptStore 
     close() {
       db.close();
     },
+  };
+}
+
+function summaryOf(row: AttemptRow): AttemptSummary {
+  return {
+    id: row.id,
+    lab: row.lab,
+    at: row.created_at,
+    verdict: row.verdict,
+    quick: row.quick === 1,
+    seed: row.seed,
+    durationMs: row.duration_ms,
+    hasCode: row.has_code === 1,
+    n: Number(row.n),
   };
 }
 

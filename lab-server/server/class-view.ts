@@ -1,7 +1,8 @@
 /**
  * The instructor's class view: GET /instructor lists the learners with at least one grade (by the
  * display name they chose, else an anonymous label), the labs they passed, their number of
- * attempts and the last report of each lab, 50 per page (`?page=`), read from the attempt store.
+ * attempts, the labs whose reference solution they were shown (and whether before their pass)
+ * and the last report of each lab, 50 per page (`?page=`), read from the attempt store.
  * Off unless the server is started with an instructor token; without a session a request gets
  * 401, a sign-in form and no data.
  *
@@ -143,13 +144,19 @@ function renderRoster({ learners, total }: RosterPage, page: number): string {
           `<details><summary>${escapeHtml(lab)}: ${report.verdict.toUpperCase()}${report.quick ? ' (quick)' : ''} <small>${escapeHtml(at)}</small></summary><pre>${renderReport(report, htmlPaint).join('\n')}</pre></details>`,
       )
       .join('');
-    return `<tr><td>${name}</td><td>${passed}</td><td>${learner.attempts}</td><td>${reports}</td></tr>`;
+    // One line per lab whose reference solution the learner was shown: the first reveal tells whether it came before their pass.
+    const firstReveal = new Map<string, (typeof learner.reveals)[number]>();
+    for (const reveal of learner.reveals) firstReveal.set(reveal.lab, reveal); // newest first: the last one set is the first reveal
+    const reveals = [...firstReveal.values()]
+      .map((r) => `${escapeHtml(r.lab)}: ${r.beforePass ? '<strong>before passing</strong>' : 'after passing'} <small>${escapeHtml(r.at)}</small>`)
+      .join('<br>');
+    return `<tr><td>${name}</td><td>${passed}</td><td>${learner.attempts}</td><td>${reveals || '<em>none</em>'}</td><td>${reports}</td></tr>`;
   });
   const link = (n: number, text: string) => `<a href="${CLASS_VIEW_PATH}?page=${n}">${text}</a>`;
   const nav = `<nav>Page ${page} of ${pages}${page > 1 ? ` · ${link(page - 1, 'previous')}` : ''}${page < pages ? ` · ${link(page + 1, 'next')}` : ''}</nav>`;
   const first = (page - 1) * ROSTER_PAGE_SIZE + 1;
   return `<p>${total} learner${total === 1 ? '' : 's'} with a grade (${first}-${first + learners.length - 1} here). Passed means a passing full grade.</p>${nav}
-<table><thead><tr><th>Learner</th><th>Labs passed</th><th>Attempts</th><th>Last report per lab</th></tr></thead><tbody>${rows.join('')}</tbody></table>${nav}${signOut}`;
+<table><thead><tr><th>Learner</th><th>Labs passed</th><th>Attempts</th><th>Reference solution shown</th><th>Last report per lab</th></tr></thead><tbody>${rows.join('')}</tbody></table>${nav}${signOut}`;
 }
 
 function sendPage(res: ServerResponse, status: number, title: string, body: string): void {

@@ -13,6 +13,7 @@ import type { GradeQueue, MessageRate } from './admission.ts';
 import type { AttemptStore } from './attempt-store.ts';
 import type { LearnerQuotas } from './learner-quotas.ts';
 import { boundReport } from './bounded-report.ts';
+import { readReferenceSolution } from './reference-solution.ts';
 import type { BrokerHealth, BrokerHealthState } from '../broker/health.ts';
 
 export type CreateSession = (options: { sessionId: string; listener: SessionListener }) => LabSessionApi;
@@ -126,7 +127,7 @@ export class LabConnection {
             // The learner left (or pressed Stop) while waiting: give the slot on.
             if (this.disposed || this.stopWhileQueued) return;
             const report = await session.grade(message.lab, message.code, { quick: message.quick, seed: message.seed });
-            this.finishGrade(report);
+            this.finishGrade(report, message.code);
           } finally {
             this.stopWhileQueued = false;
             release();
@@ -150,7 +151,21 @@ export class LabConnection {
         return this.send({ type: 'inspect-result', result });
       }
       case 'history':
-        return this.send({ type: 'history', ...this.deps.store.history(this.requireSessionId(), message.lab) });
+        return this.send({ type: 'history', ...(message.lab === undefined ? {} : { lab: message.lab }), ...this.deps.store.history(this.requireSessionId(), message.lab) });
+      case 'attempt': {
+        const attempt = this.deps.store.attempt(this.requireSessionId(), message.id);
+        if (!attempt) throw new KafkaIqError('INVALID_INPUT', `No attempt ${message.id} in your history (see history).`);
+        return this.send({ type: 'attempt', ...attempt });
+      }
+      case 'solution': {
+        // Read first: a lab without a solution in that client must not record a reveal.
+        const code = await readReferenceSolution(message.lab, message.client);
+        const reveal = this.deps.store.recordReveal(this.requireSessionId(), message.lab);
+        if (reveal === 'no-grade') {
+          throw new KafkaIqError('INVALID_INPUT', 'The reference solution is shown after you have graded your own program in this lab: press Grade first.');
+        }
+        return this.send({ type: 'solution', lab: message.lab, client: message.client, code, reveal });
+      }
     }
   }
 
@@ -196,11 +211,11 @@ export class LabConnection {
     }
   }
 
-  private finishGrade(full: GradeReport): void {
+  private finishGrade(full: GradeReport, code: string): void {
     const report = boundReport(full);
     const sessionId = this.requireSessionId();
     try {
-      this.deps.store.save(sessionId, report);
+      this.deps.store.save(sessionId, report, code);
     } catch (err) {
       // The learner still gets the report; only the history misses it.
       this.deps.log(`could not save the attempt of ${sessionId}: ${describeError(err)}`);

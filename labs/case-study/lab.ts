@@ -1,6 +1,6 @@
 import { defineLab, type ExpectedApiEffect, type ExpectedRecord, type SeedRecord, type TransformContext } from '../../src/shared/lab.ts';
 
-// Design of the lab (issue #6, the case study of lesson 10.1.10):
+// Design of the lab (issue #6, the case study of lesson 10.1.15):
 //  - The program has two stages: counting (Kafka-only transactions: results, outbox, state and
 //    input offsets together) and a sender (its own group on the outbox, POSTs with a key made of
 //    the window, offsets committed after the answer). The grader sees one program.
@@ -194,7 +194,8 @@ export default defineLab({
     },
     {
       name: 'GROUP_ID',
-      description: 'Consumer group of the counting stage (the grader checks its offsets on INPUT_TOPIC). Derive the sender\'s group from it, e.g. `${GROUP_ID}-sender`.',
+      description:
+        'Consumer group of the counting stage (the grader checks its offsets on INPUT_TOPIC). Derive the sender\'s group from it, `${GROUP_ID}-sender`, and the group that reads STATE_TOPIC back, `${GROUP_ID}-restore`: your program is allowed exactly these groups.',
     },
     { name: 'TRANSACTIONAL_ID', description: 'transactional.id for the counting stage\'s producer; the same on every restart of this instance' },
   ],
@@ -234,6 +235,7 @@ export default defineLab({
       timeoutHoldMs: 10_000,
     },
   },
+  kafkaIds: { groups: [{ name: '{GROUP_ID}-sender' }, { name: '{GROUP_ID}-restore' }] },
   faults: {
     // kill at after:http: the ranking is applied, nothing after it is committed (the sender's offset,
     // or the transaction of a job that posts inside it); the restart posts it again: harmless only

@@ -29,7 +29,13 @@ const SENDER_GROUP_ID = `${GROUP_ID}-sender`;
 const MINUTE_MS = 60_000;
 const GRACE_MS = 10_000;
 
-const kafka = new Kafka({ clientId: 'clicks-per-minute', brokers: env('KAFKA_BROKERS').split(',') });
+// Retries, set explicitly: kafkajs 2.2.4 otherwise retries a failed request 5 times, for every
+// client, the idempotent producer included. 10 suits production: about two minutes with kafkajs's
+// default backoff (300 ms, doubling, at most 30 s apart); this lab shortens only the backoff (see
+// its environment panel). An idempotent or transactional producer sets its own
+// `retry: { retries: Number.MAX_SAFE_INTEGER }`: a send it gave up on may have been written, and
+// its next send would reuse those sequence numbers.
+const kafka = new Kafka({ clientId: 'clicks-per-minute', brokers: env('KAFKA_BROKERS').split(','), retry: { retries: 10 } });
 
 interface Click {
   clickId: string;
@@ -81,7 +87,7 @@ function count(state: PartitionState, messages: KafkaMessage[]): { next: Partiti
 /**
  * Reads the state topic from its start to its end, read_committed. Called after our producer has
  * fenced its predecessor, so no transaction of ours is open and the end is final. kafkajs has no
- * "assign": a short-lived consumer with a throwaway group reads it; END_BATCH_PROCESS also fires
+ * "assign": a short-lived consumer in the restore group the lab grants reads it; END_BATCH_PROCESS also fires
  * for batches of transaction markers only, which eachMessage never sees.
  */
 async function restoreState(): Promise<Map<number, PartitionState>> {
@@ -92,7 +98,7 @@ async function restoreState(): Promise<Map<number, PartitionState>> {
   await admin.disconnect();
   const pending = new Map(ends.filter((e) => Number(e.high) > Number(e.low)).map((e) => [e.partition, Number(e.high)]));
   if (pending.size === 0) return states;
-  const groupId = `${GROUP_ID}-restore-${Date.now()}`;
+  const groupId = `${GROUP_ID}-restore`; // the lab grants exactly this group; it commits nothing, so each restore starts at the beginning
   const reader = kafka.consumer({ groupId, readUncommitted: false });
   let done!: () => void;
   const reached = new Promise<void>((resolve) => (done = resolve));
@@ -117,7 +123,7 @@ async function restoreState(): Promise<Map<number, PartitionState>> {
   return states;
 }
 
-const producer = kafka.producer({ transactionalId: env('TRANSACTIONAL_ID'), idempotent: true, maxInFlightRequests: 1 });
+const producer = kafka.producer({ transactionalId: env('TRANSACTIONAL_ID'), idempotent: true, maxInFlightRequests: 1, retry: { retries: Number.MAX_SAFE_INTEGER } });
 await producer.connect();
 // InitProducerId: fences the previous incarnation and rolls back its open transaction. Only then
 // are the state topic and the committed offsets final.

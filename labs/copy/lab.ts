@@ -7,7 +7,7 @@ import { defineLab } from '../../src/shared/lab.ts';
 // does with use_group_metadata (--input-partition is required, and ignored there): assigned one
 // partition (without --group-mode), it asks for its input
 // position BEFORE initTransactions, so a frozen zombie woken before the replacement has fenced it
-// commits a batch the replacement then copies again (CI, seed 2137582132: 20 duplicates). In group
+// commits a batch the replacement then copies again (duplicates under the zombie fault). In group
 // mode the position is read after initTransactions, when the partition is assigned. A read_committed
 // position waits while the group has offsets pending in an open transaction: after a crash it can
 // only go on once the broker aborts that transaction on timeout. Hence a 6 s transaction timeout

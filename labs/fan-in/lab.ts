@@ -107,7 +107,7 @@ export default defineLab({
     {
       name: 'GROUP_ID',
       description:
-        'Consumer group id to use, shared by every instance. Build your transactional ids from it, one per join partition: `${GROUP_ID}-join-${partition}`',
+        'Consumer group id to use, shared by every instance. Build your transactional ids from it, one per join partition: `${GROUP_ID}-join-${partition}` (your program is allowed exactly these ids)',
     },
   ],
   topics: [
@@ -120,6 +120,7 @@ export default defineLab({
     { topic: 'payments', records: 108, keys: 108, transactionSize: 9, abortEvery: 4, value: paymentValue },
   ],
   transform: join,
+  kafkaIds: { transactionalIds: [{ name: '{GROUP_ID}-join-{partition}', perPartitionOf: 'orders' }] },
   faults: {
     // Payments run ahead of orders, so at every fault some committed payments wait for orders that
     // come later. Each kill or stop then loses those joins for a program that keeps the waiting

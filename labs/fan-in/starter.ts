@@ -1,7 +1,8 @@
 // Fan-in join, at-least-once version: it joins orders with payments by order id, and it works
 // until something crashes. Then a payment whose offset was auto-committed waits in a map that no
 // longer exists, and a join sent just before the crash is sent again after it.
-// Your job: make it exactly once. Follow the TODOs (they match the lesson's steps).
+// Your job: make it exactly once. Follow the TODOs (they match the lesson's steps; the lesson
+// "Fan-in: the complete join" shows what can take the place of the sections below step 1).
 import { AssignerProtocol, Kafka, type PartitionAssigner } from 'kafkajs';
 
 const ORDERS_TOPIC = process.env.ORDERS_TOPIC!;
@@ -36,15 +37,24 @@ const CoPartitionedAssigner: PartitionAssigner = ({ cluster }) => ({
   },
 });
 
-const kafka = new Kafka({ clientId: 'order-payment-join', brokers: process.env.KAFKA_BROKERS!.split(',') });
+// Retries, set explicitly: kafkajs 2.2.4 otherwise retries a failed request 5 times, for every
+// client, the idempotent producer included. 10 suits production: about two minutes with kafkajs's
+// default backoff (300 ms, doubling, at most 30 s apart); this lab shortens only the backoff (see
+// its environment panel). An idempotent or transactional producer sets its own
+// `retry: { retries: Number.MAX_SAFE_INTEGER }`: a send it gave up on may have been written, and
+// its next send would reuse those sequence numbers.
+const kafka = new Kafka({ clientId: 'order-payment-join', brokers: process.env.KAFKA_BROKERS!.split(','), retry: { retries: 10 } });
 const consumer = kafka.consumer({ groupId: GROUP_ID, partitionAssigners: [CoPartitionedAssigner] });
 
+// ---- slots: step 2, one producer per join partition ---------------------------------------------
 // TODO (step 2): one transactional producer per join partition p, created when you first get a
 // batch of p (again after every rebalance: listen for consumer.events.GROUP_JOIN), with
-// transactionalId `${GROUP_ID}-join-${p}`, idempotent: true, maxInFlightRequests: 1. Open and abort
-// an empty transaction right away: that fences the previous owner of p before you read anything.
+// transactionalId `${GROUP_ID}-join-${p}`, idempotent: true, maxInFlightRequests: 1 and its own
+// retry count. Open and abort an empty transaction right away: that fences the previous owner of
+// p before you read anything.
 const producer = kafka.producer();
 
+// ---- replay: step 3, rebuild the waiting records after fencing -----------------------------------
 // Unmatched halves by order id.
 // TODO (step 3): keep one map per join partition, and rebuild it after fencing: read the committed
 // offsets of both topics (admin.fetchOffsets), seek both partitions to their first offset, put
@@ -52,6 +62,7 @@ const producer = kafka.producer();
 // before: drop it), and hold newer records back until BOTH partitions are replayed that far.
 const waiting = new Map<string, { topic: string; value: string }>();
 
+// ---- loop: read, join, commit --------------------------------------------------------------------
 await producer.connect();
 await consumer.connect();
 await consumer.subscribe({ topics: INPUTS, fromBeginning: true });

@@ -110,8 +110,9 @@ export default defineLab({
     {
       name: 'GROUP_ID',
       description:
-        'Consumer group of stage 1 (the grader checks its offsets on INPUT_TOPIC). Derive the other stages\' groups from it, e.g. `${GROUP_ID}-enrich` and `${GROUP_ID}-aggregate`, ' +
-        'and every transactional.id too, e.g. `${groupId}-${inputTopic}-${partition}`: one producer per stage and input partition.',
+        'Consumer group of stage 1 (the grader checks its offsets on INPUT_TOPIC). Derive the other stages\' groups from it: `${GROUP_ID}-enrich` and `${GROUP_ID}-aggregate` ' +
+        '(and `${GROUP_ID}-aggregate-restore-${partition}` to read CHANGELOG_TOPIC back), and every transactional.id too: `${groupId}-${inputTopic}-${partition}`, one producer per stage and input partition. ' +
+        'Your program is allowed exactly these names, no others.',
     },
     {
       name: 'TRANSACTIONAL_ID',
@@ -135,6 +136,14 @@ export default defineLab({
   seeds: [{ topic: 'orders', records: 150, keys: 12, transactionSize: 5, abortEvery: 4, value: orderValue }],
   transform: pipeline,
   origin: originOf,
+  kafkaIds: {
+    groups: [{ name: '{GROUP_ID}-enrich' }, { name: '{GROUP_ID}-aggregate' }, { name: '{GROUP_ID}-aggregate-restore-{partition}', perPartitionOf: 'changelog' }],
+    transactionalIds: [
+      { name: '{GROUP_ID}-{INPUT_TOPIC}-{partition}', perPartitionOf: 'orders' },
+      { name: '{GROUP_ID}-enrich-{FILTERED_TOPIC}-{partition}', perPartitionOf: 'filtered' },
+      { name: '{GROUP_ID}-aggregate-{ENRICHED_TOPIC}-{partition}', perPartitionOf: 'enriched' },
+    ],
+  },
   faults: {
     // Each crash point is aimed at one stage (`topic`: the stage that writes it), so the window it
     // tests is the same on every seed: the filter stage with its transaction open, the enrich stage

@@ -1,6 +1,6 @@
 // Order pipeline, at-least-once version: filter -> enrich -> aggregate, three stages in one
 // program. It produces the right totals until something crashes. Make every stage exactly-once
-// and the aggregate's totals survive restarts: look for the TODOs (lessons 10.1.4.1 and 10.1.4.3).
+// and the aggregate's totals survive restarts: look for the TODOs (lessons 10.1.6 and 10.1.7).
 import { Kafka, type KafkaMessage, type Message } from 'kafkajs';
 
 const ORDERS_TOPIC = process.env.INPUT_TOPIC!;
@@ -10,7 +10,13 @@ const CHANGELOG_TOPIC = process.env.CHANGELOG_TOPIC!;
 const TOTALS_TOPIC = process.env.OUTPUT_TOPIC!;
 const GROUP_ID = process.env.GROUP_ID!;
 
-const kafka = new Kafka({ clientId: 'order-pipeline', brokers: process.env.KAFKA_BROKERS!.split(',') });
+// Retries, set explicitly: kafkajs 2.2.4 otherwise retries a failed request 5 times, for every
+// client, the idempotent producer included. 10 suits production: about two minutes with kafkajs's
+// default backoff (300 ms, doubling, at most 30 s apart); this lab shortens only the backoff (see
+// its environment panel). An idempotent or transactional producer sets its own
+// `retry: { retries: Number.MAX_SAFE_INTEGER }`: a send it gave up on may have been written, and
+// its next send would reuse those sequence numbers.
+const kafka = new Kafka({ clientId: 'order-pipeline', brokers: process.env.KAFKA_BROKERS!.split(','), retry: { retries: 10 } });
 
 // ---- the records (their exact shape matters for the output: compact JSON, fields in this order) ----
 

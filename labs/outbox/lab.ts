@@ -89,7 +89,7 @@ export default defineLab({
         '{"type":"OrderPlaced","orderId":"ord-00023","customer":"k011","amountCents":950,"placedAt":"2025-03-01T09:00:03.450Z"} ' +
         '(these fields in this order, amountCents = quantity * unitPriceCents). Put the outbox row id in a header "outbox-id" so consumers could deduplicate.',
     },
-    { name: 'GROUP_ID', description: 'Consumer group id for reading COMMANDS_TOPIC (names of your own may start with it, e.g. GROUP_ID + "-relay")' },
+    { name: 'GROUP_ID', description: 'Consumer group id for reading COMMANDS_TOPIC (and the relay\'s, GROUP_ID + "-relay": your program is allowed exactly these two groups)' },
     { name: 'TRANSACTIONAL_ID', description: "The relay producer's transactional id: the same on every restart of this program" },
     {
       name: 'DATABASE_URL',
@@ -144,6 +144,7 @@ export default defineLab({
     },
     what: 'order row',
   },
+  kafkaIds: { groups: [{ name: '{GROUP_ID}-relay' }] },
   faults: {
     // Only the order service COMMITs in the database and only the relay uses a Kafka transaction,
     // so each point aims at one half:

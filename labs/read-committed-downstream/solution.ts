@@ -21,7 +21,13 @@ await db.connect();
 await db.query('CREATE UNIQUE INDEX IF NOT EXISTS window_counts_key ON window_counts (campaign_id, window_start)');
 await db.query('CREATE UNIQUE INDEX IF NOT EXISTS campaign_totals_key ON campaign_totals (campaign_id)');
 
-const kafka = new Kafka({ clientId: 'clicks-downstream', brokers: env('KAFKA_BROKERS').split(',') });
+// Retries, set explicitly: kafkajs 2.2.4 otherwise retries a failed request 5 times, for every
+// client, the idempotent producer included. 10 suits production: about two minutes with kafkajs's
+// default backoff (300 ms, doubling, at most 30 s apart); this lab shortens only the backoff (see
+// its environment panel). An idempotent or transactional producer sets its own
+// `retry: { retries: Number.MAX_SAFE_INTEGER }`: a send it gave up on may have been written, and
+// its next send would reuse those sequence numbers.
+const kafka = new Kafka({ clientId: 'clicks-downstream', brokers: env('KAFKA_BROKERS').split(','), retry: { retries: 10 } });
 // readUncommitted: false is kafkajs's default (isolation level read_committed); spelled out because
 // the counts of aborted transactions must never reach the tables. Such a consumer only gets records
 // below the last stable offset: while a producer's transaction is open it waits, which is correct.

@@ -10,7 +10,13 @@ await db.connect();
 // TODO: give PostgreSQL a key to upsert on: a unique index on window_counts (campaign_id, window_start),
 //       and one on campaign_totals (campaign_id).
 
-const kafka = new Kafka({ clientId: 'clicks-downstream', brokers: process.env.KAFKA_BROKERS!.split(',') });
+// Retries, set explicitly: kafkajs 2.2.4 otherwise retries a failed request 5 times, for every
+// client, the idempotent producer included. 10 suits production: about two minutes with kafkajs's
+// default backoff (300 ms, doubling, at most 30 s apart); this lab shortens only the backoff (see
+// its environment panel). An idempotent or transactional producer sets its own
+// `retry: { retries: Number.MAX_SAFE_INTEGER }`: a send it gave up on may have been written, and
+// its next send would reuse those sequence numbers.
+const kafka = new Kafka({ clientId: 'clicks-downstream', brokers: process.env.KAFKA_BROKERS!.split(','), retry: { retries: 10 } });
 // TODO: some transactions of the topic were aborted. Which isolation level do you need here?
 const consumer = kafka.consumer({ groupId: process.env.GROUP_ID! });
 await consumer.connect();

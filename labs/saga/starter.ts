@@ -4,7 +4,13 @@
 // declined card leaves the stock reserved for good. Look for the TODOs.
 import { Kafka, type EachBatchPayload } from 'kafkajs';
 
-const kafka = new Kafka({ clientId: 'order-saga', brokers: process.env.KAFKA_BROKERS!.split(',') });
+// Retries, set explicitly: kafkajs 2.2.4 otherwise retries a failed request 5 times, for every
+// client, the idempotent producer included. 10 suits production: about two minutes with kafkajs's
+// default backoff (300 ms, doubling, at most 30 s apart); this lab shortens only the backoff (see
+// its environment panel). An idempotent or transactional producer sets its own
+// `retry: { retries: Number.MAX_SAFE_INTEGER }`: a send it gave up on may have been written, and
+// its next send would reuse those sequence numbers.
+const kafka = new Kafka({ clientId: 'order-saga', brokers: process.env.KAFKA_BROKERS!.split(','), retry: { retries: 10 } });
 const ordersTopic = process.env.ORDERS_TOPIC!;
 const eventsTopic = process.env.EVENTS_TOPIC!;
 const apiUrl = process.env.API_URL!;
@@ -47,7 +53,7 @@ async function runSaga(order: Order): Promise<string> {
 }
 
 const consumer = kafka.consumer({ groupId, readUncommitted: false });
-const producer = kafka.producer({ transactionalId: process.env.TRANSACTIONAL_ID!, idempotent: true, maxInFlightRequests: 1 });
+const producer = kafka.producer({ transactionalId: process.env.TRANSACTIONAL_ID!, idempotent: true, maxInFlightRequests: 1, retry: { retries: Number.MAX_SAFE_INTEGER } });
 
 await producer.connect();
 await (await producer.transaction()).abort(); // fence a predecessor before reading offsets

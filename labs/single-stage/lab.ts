@@ -1,9 +1,9 @@
 import { defineLab } from '../../src/shared/lab.ts';
 
 // A correct design from outside the course: Kafka Streams under exactly_once_v2 (streams/), run by
-// Java's source-file mode against the jars the broker uses. Its restarted instance gets a new
-// transactional.id, so a killed one's transaction ends only when the coordinator aborts it after
-// Streams' 10 s transaction timeout: the grader waits for that before it judges the output.
+// Java's source-file mode against the jars the broker uses. Its producer takes the lab's
+// TRANSACTIONAL_ID (the only id the attempt is granted), so a restarted instance fences the
+// killed one and aborts its open transaction at once.
 const KAFKA_STREAMS =
   "java -Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -cp 'broker/lib/*' labs/single-stage/streams/UpperCaseStreams.java";
 

@@ -17,12 +17,18 @@ const brokers = env('KAFKA_BROKERS').split(',');
 const inputTopic = env('INPUT_TOPIC');
 const outputTopic = env('OUTPUT_TOPIC');
 
+// Retries, set on each client: @platformatic/kafka retries a failed request 3 times, 1 s apart,
+// unless told otherwise, except an idempotent producer that sets no count, which retries without
+// limit. Keep the producer unlimited: a send it gave up on may have been written all the same.
+// 10 for the consumer (about 10 s of broker trouble at the default delay) suits production; this
+// lab shortens the delay (see its environment panel).
 const producer = new Producer({
   clientId: 'upper-case',
   bootstrapBrokers: brokers,
   idempotent: true,
   transactionalId: env('TRANSACTIONAL_ID'),
   serializers: stringSerializers,
+  retries: Number.MAX_SAFE_INTEGER,
 });
 const consumer = new Consumer({
   clientId: 'upper-case',
@@ -30,6 +36,7 @@ const consumer = new Consumer({
   bootstrapBrokers: brokers,
   deserializers: stringDeserializers,
   autocommit: false,
+  retries: 10,
 });
 
 // Claim our transactional.id before reading any offset: InitProducerId (run by the first

@@ -6,13 +6,19 @@ const brokers = process.env.KAFKA_BROKERS!.split(',');
 const inputTopic = process.env.INPUT_TOPIC!;
 const outputTopic = process.env.OUTPUT_TOPIC!;
 
+// Retries, set on each client: @platformatic/kafka retries a failed request 3 times, 1 s apart,
+// unless told otherwise, except an idempotent producer that sets no count, which retries without
+// limit. Keep the producer unlimited: a send it gave up on may have been written all the same.
+// 10 for the consumer (about 10 s of broker trouble at the default delay) suits production; this
+// lab shortens the delay (see its environment panel).
 // TODO: give the producer the lab's TRANSACTIONAL_ID (and idempotent: true) so it can use transactions.
-const producer = new Producer({ clientId: 'upper-case', bootstrapBrokers: brokers, serializers: stringSerializers });
+const producer = new Producer({ clientId: 'upper-case', bootstrapBrokers: brokers, serializers: stringSerializers, retries: Number.MAX_SAFE_INTEGER });
 const consumer = new Consumer({
   clientId: 'upper-case',
   groupId: process.env.GROUP_ID!,
   bootstrapBrokers: brokers,
   deserializers: stringDeserializers,
+  retries: 10,
 });
 
 // TODO: offsets must be committed inside the transaction (addConsumer + addOffset), not by the

@@ -42,7 +42,7 @@ export default defineLab({
     {
       name: 'TRANSACTIONAL_ID_PREFIX',
       description:
-        'The same for every instance. Build one transactional.id per input partition from it, e.g. `${TRANSACTIONAL_ID_PREFIX}-${topic}-${partition}`: ' +
+        'The same for every instance. Build one transactional.id per input partition from it, exactly `${TRANSACTIONAL_ID_PREFIX}-${INPUT_TOPIC}-${partition}` (the ids your program is allowed): ' +
         'whichever instance owns partition 4 uses the same id for it, so a new owner fences the old one',
     },
     { name: 'INSTANCE_ID', description: 'Which instance this is (i1, i2, i3, …), for your log lines' },

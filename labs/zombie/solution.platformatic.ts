@@ -26,12 +26,18 @@ const outputTopic = env('OUTPUT_TOPIC');
 const toFahrenheit = (value: string): string =>
   value.replace(/celsius=(-?\d+)/, (_, c: string) => `fahrenheit=${((Number(c) * 9) / 5 + 32).toFixed(1)}`);
 
+// Retries, set on each client: @platformatic/kafka retries a failed request 3 times, 1 s apart,
+// unless told otherwise, except an idempotent producer that sets no count, which retries without
+// limit. Keep the producer unlimited: a send it gave up on may have been written all the same.
+// The consumer sets its own count below, for the wait on stable offsets; this lab shortens the
+// delay between tries where a client sets none (see its environment panel).
 const producer = new Producer({
   clientId: `fahrenheit-${process.env.INSTANCE_ID}`,
   bootstrapBrokers: brokers,
   idempotent: true,
   transactionalId: env('TRANSACTIONAL_ID'),
   serializers: stringSerializers,
+  retries: Number.MAX_SAFE_INTEGER,
 });
 const consumer = new Consumer({
   clientId: `fahrenheit-${process.env.INSTANCE_ID}`,

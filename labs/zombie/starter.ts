@@ -4,7 +4,13 @@
 import { Kafka, type EachBatchPayload, type Producer } from 'kafkajs';
 
 const instanceId = process.env.INSTANCE_ID!;
-const kafka = new Kafka({ clientId: `fahrenheit-${instanceId}`, brokers: process.env.KAFKA_BROKERS!.split(',') });
+// Retries, set explicitly: kafkajs 2.2.4 otherwise retries a failed request 5 times, for every
+// client, the idempotent producer included. 10 suits production: about two minutes with kafkajs's
+// default backoff (300 ms, doubling, at most 30 s apart); this lab shortens only the backoff (see
+// its environment panel). An idempotent or transactional producer sets its own
+// `retry: { retries: Number.MAX_SAFE_INTEGER }`: a send it gave up on may have been written, and
+// its next send would reuse those sequence numbers.
+const kafka = new Kafka({ clientId: `fahrenheit-${instanceId}`, brokers: process.env.KAFKA_BROKERS!.split(','), retry: { retries: 10 } });
 const inputTopic = process.env.INPUT_TOPIC!;
 const outputTopic = process.env.OUTPUT_TOPIC!;
 const groupId = process.env.GROUP_ID!;
@@ -19,7 +25,7 @@ const consumer = kafka.consumer({ groupId, readUncommitted: false });
 // instance that owned a partition before a rebalance. Give every input partition its own producer
 // instead, with transactionalId `${process.env.TRANSACTIONAL_ID_PREFIX}-${inputTopic}-${partition}`
 // (the same in every instance), created the first time this instance processes that partition.
-const producer = kafka.producer({ transactionalId: process.env.TRANSACTIONAL_ID!, idempotent: true, maxInFlightRequests: 1 });
+const producer = kafka.producer({ transactionalId: process.env.TRANSACTIONAL_ID!, idempotent: true, maxInFlightRequests: 1, retry: { retries: Number.MAX_SAFE_INTEGER } });
 await producer.connect();
 await (await producer.transaction()).abort(); // kafkajs registers (and fences) the id here
 

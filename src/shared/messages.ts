@@ -4,11 +4,18 @@
  */
 import { z } from 'zod';
 import { ERROR_CODES } from './errors.ts';
+import { kafkaClientSchema } from './clients.ts';
 import { labIdSchema } from './lab.ts';
 import { faultRecordSchema, gradeReportSchema } from './report.ts';
 
 /** Largest program the server accepts (UTF-8 bytes). */
 export const MAX_CODE_BYTES = 256 * 1024;
+/** `consume` shows this many entries per partition unless told otherwise (--limit), at most MAX_CONSUME_LIMIT. */
+export const DEFAULT_CONSUME_LIMIT = 20;
+export const MAX_CONSUME_LIMIT = 200;
+/** `sql`: the longest query text, and the most rows an answer carries. */
+export const MAX_SQL_CHARS = 4_000;
+export const MAX_SQL_ROWS = 50;
 export const PROTOCOL_VERSION = 1;
 
 const code = z
@@ -63,15 +70,34 @@ export const inspectMessageSchema = z
           topic: z.string().min(1).max(249),
           fromBeginning: z.boolean().default(true),
           isolation: z.enum(['read_committed', 'read_uncommitted']).default('read_committed'),
+          from: z.number().int().min(0).optional().describe('First offset shown in each partition; default: the last `limit` entries of each partition'),
+          limit: z.number().int().min(1).max(MAX_CONSUME_LIMIT).default(DEFAULT_CONSUME_LIMIT).describe('Entries shown per partition'),
+          partition: z.number().int().min(0).max(999).optional().describe('Only this partition'),
         })
         .strict(),
       z.object({ what: z.literal('offsets'), topic: z.string().min(1).max(249) }).strict(),
       z.object({ what: z.literal('txns') }).strict(),
+      z
+        .object({
+          what: z.literal('sql'),
+          query: z.string().min(1).max(MAX_SQL_CHARS).describe("One SELECT (or WITH ... SELECT) against the latest attempt's database, run read-only"),
+        })
+        .strict(),
     ]),
   })
   .strict();
 
 export const historyMessageSchema = z.object({ type: z.literal('history'), lab: labIdSchema.optional() }).strict();
+
+export const attemptRequestMessageSchema = z
+  .object({ type: z.literal('attempt'), id: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER) })
+  .strict()
+  .describe('One attempt of this session in full: its report and the program it graded');
+
+export const solutionRequestMessageSchema = z
+  .object({ type: z.literal('solution'), lab: labIdSchema, client: kafkaClientSchema.default('kafkajs') })
+  .strict()
+  .describe("The lab's reference solution: only after this session graded the lab; the reveal is recorded");
 
 export const clientMessageSchema = z.discriminatedUnion('type', [
   helloMessageSchema,
@@ -81,6 +107,8 @@ export const clientMessageSchema = z.discriminatedUnion('type', [
   faultMessageSchema,
   inspectMessageSchema,
   historyMessageSchema,
+  attemptRequestMessageSchema,
+  solutionRequestMessageSchema,
 ]);
 export type ClientMessage = z.infer<typeof clientMessageSchema>;
 export type InspectCommand = z.infer<typeof inspectMessageSchema>['command'];
@@ -224,10 +252,22 @@ export const inspectResultMessageSchema = z
           isolation: z.enum(['read_committed', 'read_uncommitted']),
           records: z.array(consumedRecordSchema),
           truncated: z.boolean(),
+          omitted: z
+            .array(z.object({ partition: z.number().int(), before: z.number().int(), after: z.number().int() }).strict())
+            .optional()
+            .describe('Per partition, entries left out before and after the window shown'),
         })
         .strict(),
       z.object({ what: z.literal('offsets'), topic: z.string(), partitions: z.array(partitionOffsetsRowSchema) }).strict(),
       z.object({ what: z.literal('txns'), transactions: z.array(transactionRowSchema) }).strict(),
+      z
+        .object({
+          what: z.literal('sql'),
+          columns: z.array(z.string()),
+          rows: z.array(z.array(z.string().nullable())).describe('Cells as text (null for SQL NULL), each cut at a few hundred characters'),
+          truncated: z.boolean().describe(`More than ${MAX_SQL_ROWS} rows matched`),
+        })
+        .strict(),
     ]),
   })
   .strict();
@@ -242,12 +282,42 @@ export const attemptSummarySchema = z
     quick: z.boolean(),
     seed: z.number().int(),
     durationMs: z.number(),
+    n: z.number().int().min(1).describe("The attempt's number among the learner's attempts of its lab (1 = the first)"),
+    hasCode: z.boolean().describe('Whether the program it graded is still kept (the newest attempts of each lab keep theirs)'),
   })
   .strict();
 export type AttemptSummary = z.infer<typeof attemptSummarySchema>;
 
+export const solutionRevealSchema = z
+  .object({
+    lab: z.string(),
+    at: z.string().describe('ISO time the reference solution was shown'),
+    beforePass: z.boolean().describe('Shown before the learner had passed the lab (a full grade, not a replay)'),
+  })
+  .strict();
+export type SolutionReveal = z.infer<typeof solutionRevealSchema>;
+
 export const historyResultMessageSchema = z
-  .object({ type: z.literal('history'), attempts: z.array(attemptSummarySchema), passedLabs: z.array(z.string()) })
+  .object({
+    type: z.literal('history'),
+    lab: z.string().optional().describe('The lab the request named, if it named one'),
+    attempts: z.array(attemptSummarySchema).describe('Newest first'),
+    passedLabs: z.array(z.string()),
+    reveals: z.array(solutionRevealSchema).default([]),
+  })
+  .strict();
+
+export const attemptResultMessageSchema = z
+  .object({
+    type: z.literal('attempt'),
+    summary: attemptSummarySchema,
+    report: gradeReportSchema,
+    code: z.string().nullable().describe('The program it graded; null once only the newest attempts keep theirs'),
+  })
+  .strict();
+
+export const solutionResultMessageSchema = z
+  .object({ type: z.literal('solution'), lab: z.string(), client: kafkaClientSchema, code: z.string(), reveal: solutionRevealSchema })
   .strict();
 
 export const errorMessageSchema = z
@@ -274,6 +344,8 @@ export const serverMessageSchema = z.discriminatedUnion('type', [
   reportMessageSchema,
   inspectResultMessageSchema,
   historyResultMessageSchema,
+  attemptResultMessageSchema,
+  solutionResultMessageSchema,
   errorMessageSchema,
 ]);
 export type ServerMessage = z.infer<typeof serverMessageSchema>;

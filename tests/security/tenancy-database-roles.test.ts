@@ -63,14 +63,22 @@ describe('per-attempt PostgreSQL roles', () => {
     const intoB = await asRole(a, 'SELECT 1', databaseOf(b));
     expect(intoB).toMatchObject({ ok: false });
     expect((intoB as { error: string }).error).toMatch(/permission denied for database/);
+    // Nor the server's own databases (PUBLIC lost CONNECT there), where whatever it left behind
+    // (a large object in template1, say) would outlive it or reach the next attempt's database.
+    for (const other of ['postgres', 'template1']) {
+      expect(await asRole(a, 'SELECT 1', other)).toMatchObject({ ok: false, error: expect.stringMatching(/permission denied for database/) });
+    }
     // Nor through the server's own database, nor by making more of itself.
     expect(await asRole(a, 'CREATE DATABASE escape')).toMatchObject({ ok: false, error: expect.stringMatching(/permission denied to create database/) });
     expect(await asRole(a, 'CREATE ROLE escape LOGIN')).toMatchObject({ ok: false, error: expect.stringMatching(/permission denied to create role/) });
     expect(await asRole(a, `DROP DATABASE ${databaseOf(b)}`)).toMatchObject({ ok: false, error: expect.stringMatching(/must be owner of database/) });
-    expect(await asRole(a, 'SELECT rolsuper, rolcreatedb, rolcreaterole FROM pg_roles WHERE rolname = current_user')).toEqual({
+    expect(await asRole(a, 'SELECT rolsuper, rolcreatedb, rolcreaterole, rolreplication, rolbypassrls FROM pg_roles WHERE rolname = current_user')).toEqual({
       ok: true,
-      rows: [{ rolsuper: false, rolcreatedb: false, rolcreaterole: false }],
+      rows: [{ rolsuper: false, rolcreatedb: false, rolcreaterole: false, rolreplication: false, rolbypassrls: false }],
     });
+    // The pool's pristine template, which every attempt's database is copied from, accepts no connection at all.
+    const template = await asRole(a, "SELECT datname, datallowconn FROM pg_database WHERE datname LIKE 'kafkaiq\\_pristine\\_%'");
+    expect(template).toMatchObject({ ok: true, rows: [{ datallowconn: false }] });
     // B's table is untouched.
     expect(await asRole(b, "SELECT count(*)::int AS n FROM information_schema.tables WHERE table_name = 'effects'")).toEqual({ ok: true, rows: [{ n: 1 }] });
   });

@@ -73,6 +73,7 @@ export function fakeSessionFactory(options: { gradeDelayMs?: number } = {}) {
         if (command.what === 'topics') return { what: 'topics', topics: [{ name: `kiq-${sessionId}-input`, env: 'INPUT_TOPIC', partitions: 3 }] };
         if (command.what === 'txns') return { what: 'txns', transactions: [] };
         if (command.what === 'offsets') return { what: 'offsets', topic: command.topic, partitions: [] };
+        if (command.what === 'sql') return { what: 'sql', columns: ['id', 'value'], rows: [['k1', 'v1']], truncated: false };
         return { what: 'consume', topic: command.topic, isolation: command.isolation, records: [], truncated: false };
       },
       async dispose() {

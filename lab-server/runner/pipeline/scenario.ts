@@ -10,6 +10,7 @@ import { describeError, KafkaIqError } from '../../../src/shared/errors.ts';
 import type { Supervisor } from '../program/supervisor.ts';
 import { DEFAULTS_ENV } from '../program/child/protocol.ts';
 import type { ManualFault } from '../contract.ts';
+import type { AttemptDatabase } from '../database-attempt.ts';
 import type { PlannedFault } from '../fault-plan.ts';
 import type { AttemptLifecycle, Outcome, ProgressFigures, Scenario } from '../lifecycle.ts';
 import type { NemesisContext } from '../nemesis/context.ts';
@@ -195,6 +196,10 @@ export class PipelineScenario implements Scenario<Played>, PipelineState {
       kind,
       instanceId,
     );
+  }
+
+  database(): AttemptDatabase | null {
+    return this.prepared.database;
   }
 
   async shutdown(): Promise<void> {

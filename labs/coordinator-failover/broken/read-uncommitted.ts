@@ -16,7 +16,14 @@ const env = (name: string): string => {
   return value;
 };
 
-const kafka = new Kafka({ clientId: 'order-pricer', brokers: env('KAFKA_BROKERS').split(',') });
+// Retries, set explicitly: kafkajs 2.2.4 otherwise retries a failed request 5 times, for every
+// client, the idempotent producer included. 4 here on purpose: with this lab's short backoff (see
+// its environment panel) a commit caught by the coordinator's death fails after about 1.2 s
+// instead of outlasting the failover, so the recovery path runs. In production give the client 10
+// (about two minutes with kafkajs's default backoff, 300 ms doubling to at most 30 s apart). An
+// idempotent or transactional producer sets its own `retry: { retries: Number.MAX_SAFE_INTEGER }`:
+// a send it gave up on may have been written, and its next send would reuse those sequence numbers.
+const kafka = new Kafka({ clientId: 'order-pricer', brokers: env('KAFKA_BROKERS').split(','), retry: { retries: 4 } });
 const ordersTopic = env('ORDERS_TOPIC');
 const pricedTopic = env('PRICED_TOPIC');
 const groupId = env('GROUP_ID');
@@ -50,7 +57,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function startLife(): Promise<void> {
   const life: Life = {
-    producer: kafka.producer({ transactionalId, idempotent: true, maxInFlightRequests: 1 }),
+    producer: kafka.producer({ transactionalId, idempotent: true, maxInFlightRequests: 1, retry: { retries: Number.MAX_SAFE_INTEGER } }),
     // kafkajs restarts a crashed consumer by itself, and the restarted one reads the committed
     // offsets at once, possibly while our last transaction is still undecided. We restart it
     // ourselves instead, after fencing.

@@ -11,9 +11,15 @@ const env = (name: string): string => {
 };
 
 const groupId = env('GROUP_ID');
-const kafka = new Kafka({ clientId: 'copier', brokers: env('KAFKA_BROKERS').split(',') });
+// Retries, set explicitly: kafkajs 2.2.4 otherwise retries a failed request 5 times, for every
+// client, the idempotent producer included. 10 suits production: about two minutes with kafkajs's
+// default backoff (300 ms, doubling, at most 30 s apart); this lab shortens only the backoff (see
+// its environment panel). An idempotent or transactional producer sets its own
+// `retry: { retries: Number.MAX_SAFE_INTEGER }`: a send it gave up on may have been written, and
+// its next send would reuse those sequence numbers.
+const kafka = new Kafka({ clientId: 'copier', brokers: env('KAFKA_BROKERS').split(','), retry: { retries: 10 } });
 const consumer = kafka.consumer({ groupId, readUncommitted: false });
-const producer = kafka.producer({ transactionalId: env('TRANSACTIONAL_ID'), idempotent: true, maxInFlightRequests: 1 });
+const producer = kafka.producer({ transactionalId: env('TRANSACTIONAL_ID'), idempotent: true, maxInFlightRequests: 1, retry: { retries: Number.MAX_SAFE_INTEGER } });
 
 await producer.connect();
 // kafkajs registers the transactional.id (InitProducerId) at the first transaction, not at connect.

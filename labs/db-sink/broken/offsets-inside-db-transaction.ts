@@ -8,7 +8,13 @@ import pg from 'pg';
 const db = new pg.Client({ connectionString: process.env.DATABASE_URL });
 await db.connect();
 await db.query('CREATE UNIQUE INDEX IF NOT EXISTS orders_order_id_key ON orders (order_id)');
-const kafka = new Kafka({ clientId: 'order-sink', brokers: process.env.KAFKA_BROKERS!.split(',') });
+// Retries, set explicitly: kafkajs 2.2.4 otherwise retries a failed request 5 times, for every
+// client, the idempotent producer included. 10 suits production: about two minutes with kafkajs's
+// default backoff (300 ms, doubling, at most 30 s apart); this lab shortens only the backoff (see
+// its environment panel). An idempotent or transactional producer sets its own
+// `retry: { retries: Number.MAX_SAFE_INTEGER }`: a send it gave up on may have been written, and
+// its next send would reuse those sequence numbers.
+const kafka = new Kafka({ clientId: 'order-sink', brokers: process.env.KAFKA_BROKERS!.split(','), retry: { retries: 10 } });
 const consumer = kafka.consumer({ groupId: process.env.GROUP_ID! });
 await consumer.connect();
 await consumer.subscribe({ topic: process.env.ORDERS_TOPIC!, fromBeginning: true });

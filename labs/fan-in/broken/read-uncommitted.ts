@@ -43,7 +43,13 @@ const CoPartitionedAssigner: PartitionAssigner = ({ cluster }) => ({
   },
 });
 
-const kafka = new Kafka({ clientId: 'order-payment-join', brokers: env('KAFKA_BROKERS').split(',') });
+// Retries, set explicitly: kafkajs 2.2.4 otherwise retries a failed request 5 times, for every
+// client, the idempotent producer included. 10 suits production: about two minutes with kafkajs's
+// default backoff (300 ms, doubling, at most 30 s apart); this lab shortens only the backoff (see
+// its environment panel). An idempotent or transactional producer sets its own
+// `retry: { retries: Number.MAX_SAFE_INTEGER }`: a send it gave up on may have been written, and
+// its next send would reuse those sequence numbers.
+const kafka = new Kafka({ clientId: 'order-payment-join', brokers: env('KAFKA_BROKERS').split(','), retry: { retries: 10 } });
 const admin = kafka.admin();
 const consumer = kafka.consumer({ groupId: GROUP_ID, readUncommitted: true, partitionAssigners: [CoPartitionedAssigner] });
 
@@ -82,6 +88,7 @@ async function openSlot(partition: number) {
     transactionalId: `${GROUP_ID}-join-${partition}`, // the same on every instance: it follows the partition
     idempotent: true,
     maxInFlightRequests: 1,
+    retry: { retries: Number.MAX_SAFE_INTEGER },
   });
   const slot: JoinPartition = { producer, generation, replayUntil: {}, position: {}, committed: {}, waiting: new Map(), pending: [] };
   try {

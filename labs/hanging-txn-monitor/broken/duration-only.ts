@@ -100,7 +100,13 @@ function blockerOf(partition: number): TxnState | null {
   return oldest;
 }
 
-const kafka = new Kafka({ clientId: 'txn-monitor', brokers: env('KAFKA_BROKERS').split(',') });
+// Retries, set explicitly: kafkajs 2.2.4 otherwise retries a failed request 5 times, for every
+// client, the idempotent producer included. 10 suits production: about two minutes with kafkajs's
+// default backoff (300 ms, doubling, at most 30 s apart); this lab shortens only the backoff (see
+// its environment panel). An idempotent or transactional producer sets its own
+// `retry: { retries: Number.MAX_SAFE_INTEGER }`: a send it gave up on may have been written, and
+// its next send would reuse those sequence numbers.
+const kafka = new Kafka({ clientId: 'txn-monitor', brokers: env('KAFKA_BROKERS').split(','), retry: { retries: 10 } });
 const admin = kafka.admin();
 const producer = kafka.producer();
 // read_uncommitted: its fetches report the high watermark, and it reads the open records too.

@@ -11,7 +11,13 @@ const env = (name: string): string => {
   return value;
 };
 
-const kafka = new Kafka({ clientId: 'payments-charger', brokers: env('KAFKA_BROKERS').split(',') });
+// Retries, set explicitly: kafkajs 2.2.4 otherwise retries a failed request 5 times, for every
+// client, the idempotent producer included. 10 suits production: about two minutes with kafkajs's
+// default backoff (300 ms, doubling, at most 30 s apart); this lab shortens only the backoff (see
+// its environment panel). An idempotent or transactional producer sets its own
+// `retry: { retries: Number.MAX_SAFE_INTEGER }`: a send it gave up on may have been written, and
+// its next send would reuse those sequence numbers.
+const kafka = new Kafka({ clientId: 'payments-charger', brokers: env('KAFKA_BROKERS').split(','), retry: { retries: 10 } });
 const inputTopic = env('INPUT_TOPIC');
 const outputTopic = env('OUTPUT_TOPIC');
 const apiUrl = env('API_URL');
@@ -68,7 +74,7 @@ async function charge(payment: PaymentRequest, heartbeat: () => Promise<void>): 
 }
 
 const consumer = kafka.consumer({ groupId, readUncommitted: false });
-const producer = kafka.producer({ transactionalId: env('TRANSACTIONAL_ID'), idempotent: true, maxInFlightRequests: 1 });
+const producer = kafka.producer({ transactionalId: env('TRANSACTIONAL_ID'), idempotent: true, maxInFlightRequests: 1, retry: { retries: Number.MAX_SAFE_INTEGER } });
 
 await producer.connect();
 // Register our transactional.id now (kafkajs does it at the first transaction): this fences a

@@ -38,7 +38,13 @@ const relayDb = await connect('relay');
 // The order id is the business key: PostgreSQL refuses a second row for the same order.
 await serviceDb.query('CREATE INDEX IF NOT EXISTS outbox_unsent ON outbox (id) WHERE sent_at IS NULL');
 
-const kafka = new Kafka({ clientId: 'order-service', brokers: env('KAFKA_BROKERS').split(',') });
+// Retries, set explicitly: kafkajs 2.2.4 otherwise retries a failed request 5 times, for every
+// client, the idempotent producer included. 10 suits production: about two minutes with kafkajs's
+// default backoff (300 ms, doubling, at most 30 s apart); this lab shortens only the backoff (see
+// its environment panel). An idempotent or transactional producer sets its own
+// `retry: { retries: Number.MAX_SAFE_INTEGER }`: a send it gave up on may have been written, and
+// its next send would reuse those sequence numbers.
+const kafka = new Kafka({ clientId: 'order-service', brokers: env('KAFKA_BROKERS').split(','), retry: { retries: 10 } });
 
 // ---- (ii) the relay --------------------------------------------------------------------------
 
@@ -46,6 +52,7 @@ const producer = kafka.producer({
   transactionalId: env('TRANSACTIONAL_ID'), // stable: a restarted relay fences its predecessor
   idempotent: true,
   maxInFlightRequests: 1,
+  retry: { retries: Number.MAX_SAFE_INTEGER },
 });
 // Connecting runs InitProducerId, which first finishes (or aborts) the previous incarnation's
 // transaction, so the position read below is final.

@@ -1,10 +1,9 @@
-// expect-fail: no-duplicates
+// expect-fail: no-loss
 // A fresh transactional.id on every start (TRANSACTIONAL_ID plus a random suffix, "ids must be
-// unique"), with a short transactionTimeout so that a crashed instance's unfinished transaction
-// does not hold back read_committed readers for long. Crashes look handled: the coordinator aborts
-// the dead instance's transaction within 15 s and its successor redoes the batch. Zombies are not:
-// no later instance shares the id, so nothing fences a frozen one, and kafkajs's sendOffsets
-// carries no group generation. It wakes and commits the batch its replacement already redid.
+// unique"). Without fencing, a zombie would wake and commit the batch its replacement already
+// redid; but the attempt is granted exactly the lab's TRANSACTIONAL_ID (a LITERAL ACL, nothing by
+// prefix), so the broker refuses every other id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED): no
+// transaction ever starts and nothing reaches the output.
 import { randomUUID } from 'node:crypto';
 import { Kafka, type EachBatchPayload } from 'kafkajs';
 
@@ -14,7 +13,13 @@ const env = (name: string): string => {
   return value;
 };
 
-const kafka = new Kafka({ clientId: 'upper-case', brokers: env('KAFKA_BROKERS').split(',') });
+// Retries, set explicitly: kafkajs 2.2.4 otherwise retries a failed request 5 times, for every
+// client, the idempotent producer included. 10 suits production: about two minutes with kafkajs's
+// default backoff (300 ms, doubling, at most 30 s apart); this lab shortens only the backoff (see
+// its environment panel). An idempotent or transactional producer sets its own
+// `retry: { retries: Number.MAX_SAFE_INTEGER }`: a send it gave up on may have been written, and
+// its next send would reuse those sequence numbers.
+const kafka = new Kafka({ clientId: 'upper-case', brokers: env('KAFKA_BROKERS').split(','), retry: { retries: 10 } });
 const inputTopic = env('INPUT_TOPIC');
 const outputTopic = env('OUTPUT_TOPIC');
 const groupId = env('GROUP_ID');
@@ -26,6 +31,7 @@ const producer = kafka.producer({
   transactionTimeout: 15_000,
   idempotent: true,
   maxInFlightRequests: 1,
+  retry: { retries: Number.MAX_SAFE_INTEGER },
 });
 
 await producer.connect();

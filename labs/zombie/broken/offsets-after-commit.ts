@@ -6,7 +6,13 @@
 import { Kafka, type EachBatchPayload, type Producer } from 'kafkajs';
 
 const instanceId = process.env.INSTANCE_ID!;
-const kafka = new Kafka({ clientId: `fahrenheit-${instanceId}`, brokers: process.env.KAFKA_BROKERS!.split(',') });
+// Retries, set explicitly: kafkajs 2.2.4 otherwise retries a failed request 5 times, for every
+// client, the idempotent producer included. 10 suits production: about two minutes with kafkajs's
+// default backoff (300 ms, doubling, at most 30 s apart); this lab shortens only the backoff (see
+// its environment panel). An idempotent or transactional producer sets its own
+// `retry: { retries: Number.MAX_SAFE_INTEGER }`: a send it gave up on may have been written, and
+// its next send would reuse those sequence numbers.
+const kafka = new Kafka({ clientId: `fahrenheit-${instanceId}`, brokers: process.env.KAFKA_BROKERS!.split(','), retry: { retries: 10 } });
 const inputTopic = process.env.INPUT_TOPIC!;
 const outputTopic = process.env.OUTPUT_TOPIC!;
 const groupId = process.env.GROUP_ID!;
@@ -21,7 +27,7 @@ const producers = new Map<number, Producer>();
 async function producerFor(partition: number): Promise<Producer> {
   let producer = producers.get(partition);
   if (!producer) {
-    producer = kafka.producer({ transactionalId: `${prefix}-${inputTopic}-${partition}`, idempotent: true, maxInFlightRequests: 1 });
+    producer = kafka.producer({ transactionalId: `${prefix}-${inputTopic}-${partition}`, idempotent: true, maxInFlightRequests: 1, retry: { retries: Number.MAX_SAFE_INTEGER } });
     await producer.connect();
     await (await producer.transaction()).abort();
     producers.set(partition, producer);

@@ -4,9 +4,11 @@
  *  - A code sample or table wider than the column scrolls sideways; a keyboard user can scroll
  *    it only if it can take the focus. Such a region gets tabindex=0 and a name while (and only
  *    while) it overflows.
- *  - The search button's visible shortcut hint (Ctrl K) is not part of its name "Search"; the
- *    shortcut is announced through aria-keyshortcuts, so the hint is hidden from assistive
- *    technology and the visible label and the name match.
+ *  - The search button shows "Search" and its shortcut (Ctrl K, or ⌘ K on Apple devices), but its
+ *    name was "Search" alone: a speech user saying what they see did not match it. The name
+ *    becomes "Search, Ctrl K" (not in parentheses, which checkers of label-in-name discount), and
+ *    the two keys of the hint get a space between them, so what is shown and what is named are
+ *    the same words.
  */
 const SCROLLERS = '.sl-markdown-content pre, .sl-markdown-content table';
 
@@ -38,5 +40,14 @@ export function fixPage(): void {
     markScrollable(region);
     watch.observe(region);
   });
-  for (const hint of document.querySelectorAll('site-search button[data-open-modal] > kbd')) hint.setAttribute('aria-hidden', 'true');
+  for (const button of document.querySelectorAll<HTMLButtonElement>('site-search button[data-open-modal]')) {
+    const keys = [...button.querySelectorAll(':scope > kbd > kbd')];
+    if (!keys.length) continue;
+    keys.slice(0, -1).forEach((key) => {
+      if (key.nextSibling?.nodeType !== Node.TEXT_NODE) key.after(' ');
+    });
+    const label = button.dataset.kiqLabel ?? button.getAttribute('aria-label') ?? 'Search';
+    button.dataset.kiqLabel = label;
+    button.setAttribute('aria-label', `${label}, ${keys.map((key) => key.textContent?.trim()).join(' ')}`);
+  }
 }

@@ -1,32 +1,20 @@
 /**
- * The sidebar's progress badges (Sidebar.astro): per lesson link, "labs n/m" once a lab of it is
- * passed, and "checks right/total" once a Predict check of it is answered. Reads the same
- * localStorage shapes as the course overview: "kafkaiq:progress" { passed: { <labId>: <ISO> } }
- * (the workbench's storage.ts) and "kafkaiq:predict" { lessons: { <lesson>: { <check>: { correct } } } }
- * (Predict.astro). The final quiz's score reads "final quiz: right/total".
+ * The sidebar's progress badges (Sidebar.astro): per lesson link, "✓ complete" once the lesson is
+ * complete (lesson-status.ts: opened, every check answered, its own labs passed); until then "labs
+ * n/m" once one of its own labs is passed, and "checks right/total" once a Predict check of it is
+ * answered. A lab counts toward its home lesson only (src/shared/lesson-labs.ts). Reads the same
+ * localStorage shapes as the course overview. The final quiz's score reads "final quiz: right/total".
  */
+import { lessonStatus, recordVisit } from './lesson-status.ts';
 
 interface LessonFacts {
   id: string;
   href: string;
+  /** Its own labs (those whose home it is). */
   labs: string[];
   checks: number;
   /** The module's cumulative quiz (95-final-quiz). */
   finalQuiz?: boolean;
-}
-
-function readJson(key: string): Record<string, unknown> {
-  try {
-    const value = JSON.parse(localStorage.getItem(key) ?? '{}');
-    return value && typeof value === 'object' ? value : {};
-  } catch {
-    return {}; // unreadable or unavailable storage: no progress to show
-  }
-}
-
-function objectAt(value: Record<string, unknown>, key: string): Record<string, unknown> {
-  const inner = value[key];
-  return inner && typeof inner === 'object' ? (inner as Record<string, unknown>) : {};
 }
 
 /** Path without a trailing slash, so /10-1/x and /10-1/x/ match. */
@@ -41,38 +29,50 @@ function badge(text: string, status: 'partial' | 'complete', title: string): HTM
   return el;
 }
 
+function lessonsOf(host: HTMLElement): LessonFacts[] {
+  try {
+    return JSON.parse(host.dataset.lessons ?? '[]') as LessonFacts[];
+  } catch {
+    return [];
+  }
+}
+
+/** Records that the page being shown, if it is a lesson, was opened. */
+export function recordOpenedLesson(host: HTMLElement): void {
+  const here = normalise(location.href);
+  const lesson = lessonsOf(host).find((l) => normalise(l.href) === here);
+  if (lesson) recordVisit(lesson.id);
+}
+
 /** Adds (or refreshes) the badges of every lesson link in the sidebar. */
 export function decorateSidebar(host: HTMLElement): void {
-  let lessons: LessonFacts[];
-  try {
-    lessons = JSON.parse(host.dataset.lessons ?? '[]') as LessonFacts[];
-  } catch {
-    return;
-  }
-  const passed = objectAt(readJson('kafkaiq:progress'), 'passed');
-  const answers = objectAt(readJson('kafkaiq:predict'), 'lessons');
+  const lessons = lessonsOf(host);
   const byPath = new Map(lessons.map((l) => [normalise(l.href), l]));
   for (const link of document.querySelectorAll<HTMLAnchorElement>('#starlight__sidebar a[href]')) {
     const lesson = byPath.get(normalise(link.getAttribute('href')!));
     if (!lesson) continue;
     link.querySelector('.kiq-side-progress')?.remove();
     const badges: HTMLElement[] = [];
-    const labsPassed = lesson.labs.filter((lab) => Object.prototype.hasOwnProperty.call(passed, lab)).length;
-    if (labsPassed > 0) {
-      const done = labsPassed === lesson.labs.length;
-      badges.push(badge(done ? '✓ labs' : `${labsPassed}/${lesson.labs.length} labs`, done ? 'complete' : 'partial', `${labsPassed} of ${lesson.labs.length} labs passed`));
-    }
-    const picks = Object.values(objectAt(answers, lesson.id));
-    if (lesson.checks > 0 && picks.length > 0) {
-      const right = picks.filter((p) => !!p && typeof p === 'object' && (p as { correct?: unknown }).correct === true).length;
-      const score = `${right}/${lesson.checks}`;
-      badges.push(
-        badge(
-          lesson.finalQuiz ? `final quiz: ${score}` : score,
-          right === lesson.checks ? 'complete' : 'partial',
-          `${lesson.finalQuiz ? 'Final quiz' : 'Predict checks'}: ${right} right at the first try, ${picks.length} of ${lesson.checks} answered`,
-        ),
-      );
+    const status = lessonStatus(lesson);
+    const started = status.labsPassed > 0 || status.answered > 0;
+    if (status.complete && started) {
+      badges.push(badge('✓', 'complete', 'Complete: opened, every check answered and its labs passed'));
+    } else {
+      const { labsPassed } = status;
+      if (labsPassed > 0) {
+        const done = labsPassed === lesson.labs.length;
+        badges.push(badge(done ? '✓ labs' : `${labsPassed}/${lesson.labs.length} labs`, done ? 'complete' : 'partial', `${labsPassed} of ${lesson.labs.length} labs passed; still to do: ${status.missing.join('; ') || 'nothing'}`));
+      }
+      if (lesson.checks > 0 && status.answered > 0) {
+        const score = `${status.right}/${lesson.checks}`;
+        badges.push(
+          badge(
+            lesson.finalQuiz ? `final quiz: ${score}` : score,
+            status.right === lesson.checks ? 'complete' : 'partial',
+            `${lesson.finalQuiz ? 'Final quiz' : 'Predict checks'}: ${status.right} right at the first try, ${status.answered} of ${lesson.checks} answered`,
+          ),
+        );
+      }
     }
     if (!badges.length) continue;
     const holder = document.createElement('span');

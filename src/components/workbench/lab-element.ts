@@ -84,13 +84,17 @@ class KiqLabElement extends HTMLElement {
 
 if (!customElements.get('kiq-lab')) {
   customElements.define('kiq-lab', KiqLabElement);
-  // The page's skip links to a lab's terminal (SkipLink.astro): the terminal exists only once the
-  // workbench has loaded, so the link loads it and then focuses the terminal.
+  // The page's skip links (SkipLink.astro). Following a link to a fragment moves only where the
+  // next Tab starts, not the focus: these move the focus to the lab, or into its terminal, which
+  // exists only once the workbench has loaded, so that link loads it first.
   document.addEventListener('click', (event) => {
-    const link = (event.target as Element | null)?.closest?.<HTMLAnchorElement>('a[data-kiq-lab-terminal]');
-    const lab = link && document.getElementById(`lab-${link.dataset.kiqLabTerminal}`);
+    const link = (event.target as Element | null)?.closest?.<HTMLAnchorElement>('a[data-kiq-lab], a[data-kiq-lab-terminal]');
+    if (!link) return;
+    const lab = document.getElementById(`lab-${link.dataset.kiqLab ?? link.dataset.kiqLabTerminal}`);
     if (!(lab instanceof KiqLabElement)) return;
     event.preventDefault();
-    void lab.focusTerminal();
+    if (link.dataset.kiqLabTerminal) return void lab.focusTerminal();
+    lab.scrollIntoView({ block: 'start' });
+    lab.focus({ preventScroll: true });
   });
 }

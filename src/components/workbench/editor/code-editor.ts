@@ -10,7 +10,7 @@ import { TabFocus } from 'monaco-editor/editor/browser/config/tabFocus';
 import type { KafkaClient } from '../../../shared/clients.ts';
 import { codeSlot, savedCode, saveCode } from '../storage.ts';
 import type { ThemeName } from '../theme.ts';
-import { loadClientTypes, setupMonaco } from './monaco-setup.ts';
+import { DARK_THEME, loadClientTypes, setupMonaco } from './monaco-setup.ts';
 
 const SAVE_DELAY_MS = 400;
 /** Each editor gets its own model file, so two workbenches of one lab on a page do not collide. */
@@ -20,6 +20,8 @@ export interface CodeEditor {
   getCode(): string;
   /** Replaces the program with the starter and forgets the saved copy. */
   resetToStarter(): void;
+  /** Replaces the program (an attempt's, the reference solution) as one edit that Ctrl+Z undoes, and saves it. */
+  replaceCode(code: string): void;
   /** Saves this client's program and shows the other client's (saved, or its starter), with its types. */
   switchClient(client: KafkaClient, starter: string): void;
   setTheme(theme: ThemeName): void;
@@ -36,6 +38,8 @@ export function createCodeEditor(
   options: { labId: string; starter: string; client: KafkaClient; theme: ThemeName; label: string },
 ): CodeEditor {
   const monaco = setupMonaco();
+  // Until a pointer says otherwise, the editor is entered from the keyboard: Tab moves on.
+  if (!document.querySelector('.monaco-editor.focused')) TabFocus.setTabFocusMode(true);
   const { labId } = options;
   let { starter } = options;
   let slot = codeSlot(labId, options.client);
@@ -93,6 +97,10 @@ export function createCodeEditor(
       model.pushEditOperations([], [{ range: model.getFullModelRange(), text: starter }], () => null);
       saveNow();
     },
+    replaceCode(code) {
+      model.pushEditOperations([], [{ range: model.getFullModelRange(), text: code }], () => null);
+      saveNow();
+    },
     switchClient(client, clientStarter) {
       saveNow();
       slot = codeSlot(labId, client);
@@ -129,5 +137,5 @@ export const TAB_MODE_KEY = APPLE ? 'Ctrl+Shift+M' : 'Ctrl+M';
 const TAB_KEY_HELP = `${TAB_MODE_KEY} switches Tab between moving the focus and indenting.`;
 
 function monacoTheme(theme: ThemeName) {
-  return theme === 'light' ? 'vs' : 'vs-dark';
+  return theme === 'light' ? 'vs' : DARK_THEME;
 }

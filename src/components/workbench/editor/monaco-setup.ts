@@ -70,6 +70,9 @@ export const NODE_TYPES_URI = 'file:///node_modules/@types/node/index.d.ts';
 
 let configured = false;
 
+/** Monaco's vs-dark with comments readable at 4.5:1 (the light theme, vs, already is). */
+export const DARK_THEME = 'kiq-dark';
+
 export function setupMonaco(): typeof monaco {
   if (configured) return monaco;
   configured = true;
@@ -80,6 +83,9 @@ export function setupMonaco(): typeof monaco {
       return label === 'typescript' || label === 'javascript' ? new TsWorker() : new EditorWorker();
     },
   };
+
+  // vs-dark's comments (#608b4e on #1e1e1e) are 4.2:1; everything else in it reaches 4.5:1.
+  monaco.editor.defineTheme(DARK_THEME, { base: 'vs-dark', inherit: true, rules: [{ token: 'comment', foreground: '7ca668' }], colors: {} });
 
   typescriptDefaults.setCompilerOptions({
     // 9 = ES2022 and 100 = Bundler in TypeScript 5.9; monaco's enums predate both values.

@@ -1,4 +1,4 @@
-/** Inspect results (topics, consume, offsets, txns) as terminal lines. */
+/** Inspect results (topics, consume, offsets, txns, sql) as terminal lines. */
 import type { ConsumedRecord, InspectResult } from '../../../shared/messages.ts';
 import { ansi, table } from './ansi.ts';
 import { showControlCharactersDeep } from '../../../shared/sanitise.ts';
@@ -39,6 +39,15 @@ export function formatInspectResult(raw: InspectResult): string[] {
         { header: 'open for', cell: (t) => (t.durationMs === null ? ansi.dim('—') : `${(t.durationMs / 1000).toFixed(1)} s`), align: 'right' },
         { header: 'partitions', cell: (t) => t.partitions.join(', ') || ansi.dim('—') },
       ]);
+    case 'sql': {
+      if (result.rows.length === 0) return [ansi.dim(`No rows (columns: ${result.columns.join(', ') || 'none'}).`)];
+      const lines = table(
+        result.rows,
+        result.columns.map((header, i) => ({ header, cell: (row: (string | null)[]) => row[i] ?? ansi.dim('NULL') })),
+      );
+      lines.push(ansi.dim(result.truncated ? `First ${result.rows.length} rows shown; more matched (add a WHERE or a LIMIT).` : `${result.rows.length} row${result.rows.length === 1 ? '' : 's'}.`));
+      return lines;
+    }
   }
 }
 
@@ -47,6 +56,10 @@ function formatConsume(result: Extract<InspectResult, { what: 'consume' }>): str
   if (result.records.length === 0) lines.push(ansi.dim('No records.'));
   for (const record of result.records) lines.push(formatRecord(record));
   if (result.truncated) lines.push(ansi.dim('… more records not shown'));
+  for (const o of result.omitted ?? []) {
+    const parts = [o.before ? `${o.before} earlier` : '', o.after ? `${o.after} later` : ''].filter(Boolean).join(' and ');
+    lines.push(ansi.dim(`partition ${o.partition}: ${parts} entries not shown (--from OFFSET, --limit N, --partition P)`));
+  }
   if (result.records.length > 0) lines.push(consumeSummary(result.records));
   return lines;
 }
