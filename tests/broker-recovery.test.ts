@@ -12,7 +12,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
-import { BrokerProcess, type BrokerHealthState } from '../lab-server/broker/broker-process.ts';
+import { BrokerProcess } from '../lab-server/broker/broker-process.ts';
+import type { BrokerHealthState } from '../lab-server/broker/health.ts';
 import { isKafkaAt, portAnswers } from '../lab-server/broker/probes.ts';
 import { CRASH_LOOP } from '../lab-server/broker/recovery.ts';
 

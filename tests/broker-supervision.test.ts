@@ -7,7 +7,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { BrokerProcess, type BrokerHealthState } from '../lab-server/broker/broker-process.ts';
+import { BrokerProcess } from '../lab-server/broker/broker-process.ts';
+import type { BrokerHealthState } from '../lab-server/broker/health.ts';
 import { isKafkaAt } from '../lab-server/broker/probes.ts';
 
 // A broker of its own, beside the shared one (port 9200 + 10 by default here, never 9092).

@@ -8,6 +8,7 @@ import { retry } from '../core/retry.ts';
 import { ensureBrokerJars } from './jars.ts';
 import { findJava } from './java.ts';
 import { formatIfNeeded } from './format.ts';
+import type { BrokerHealthState } from './health.ts';
 import { brokerJvmArgs } from './jvm-flags.ts';
 import { CONTROLLER_PORT_OFFSET, defaultBrokerPort } from './ports.ts';
 import { assertPortsFree, claimDataDir, liveOwner } from './data-dir.ts';
@@ -30,9 +31,6 @@ export interface BrokerOptions {
   /** The health check of a running broker (recovery.ts); false for none. */
   watchdog?: WatchdogOptions | false;
 }
-
-/** up: serving; restarting: a node died and is being started again; down: it could not be. */
-export type BrokerHealthState = 'up' | 'restarting' | 'down';
 
 /**
  * A real Apache Kafka (KRaft, broker+controller per node) run from the jars in broker/lib.

@@ -4,10 +4,10 @@
  * broker another process owns, or an external cluster, the lab server asks it every few seconds
  * with a real request (a metadata request, answered within HEALTH_DEADLINE_MS, or "down").
  */
-import type { BrokerHealthState } from './broker-process.ts';
-import { answersWithin } from './probes.ts';
+import { answersWithin, HEALTH_DEADLINE_MS } from './probes.ts';
 
-export type { BrokerHealthState } from './broker-process.ts';
+/** up: serving; restarting: a node died and is being started again; down: it could not be. */
+export type BrokerHealthState = 'up' | 'restarting' | 'down';
 
 export interface BrokerHealth {
   state(): BrokerHealthState;
@@ -16,9 +16,6 @@ export interface BrokerHealth {
   subscribe(listener: (state: BrokerHealthState, detail: string) => void): () => void;
   close(): void;
 }
-
-/** How long the health check waits for the broker's answer before calling it down. */
-export const HEALTH_DEADLINE_MS = 3_000;
 
 export function pollHealth(brokers: string[], everyMs = 5_000, deadlineMs = HEALTH_DEADLINE_MS): BrokerHealth {
   let state: BrokerHealthState = 'up';

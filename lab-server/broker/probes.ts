@@ -74,3 +74,6 @@ export async function answersWithin(address: string, deadlineMs: number): Promis
     });
   }
 }
+
+/** How long the health check waits for the broker's answer before calling it down. */
+export const HEALTH_DEADLINE_MS = 3_000;

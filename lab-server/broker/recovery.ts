@@ -19,8 +19,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { HEALTH_DEADLINE_MS } from './health.ts';
-import { answersWithin } from './probes.ts';
+import { answersWithin, HEALTH_DEADLINE_MS } from './probes.ts';
 
 export const CRASH_LOOP = {
   failedStarts: 3,

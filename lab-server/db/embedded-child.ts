@@ -6,7 +6,7 @@
  * One process serves one attempt and is never handed to another: its data directory lives in
  * the process's memory (PGlite's in-memory file system) and ends with it. It starts either from
  * the pristine snapshot (a data directory dumped right after initdb, before anybody connected:
- * about a third of initdb's time and memory) or, for the first database of a lab server, by
+ * about a third of initdb's time) or, for the first database of a lab server, by
  * running initdb and then writing that snapshot for the others (see EmbeddedStart).
  *
  * Talks to the lab server over IPC (see EmbeddedMessage / EmbeddedCommand in embedded.ts) and

@@ -5,7 +5,7 @@
  *  - embedded (the default, nothing to install): a new embedded PostgreSQL (PGlite, embedded.ts)
  *    per attempt, each in a child process of its own that is stopped when the attempt ends. The
  *    pool's first database runs initdb and dumps that pristine data directory; every later one
- *    is restored from the dump (a third of the time and half the memory). One is started ahead,
+ *    is restored from the dump (about a third of the time). One is started ahead,
  *    so the next attempt does not wait. At most `maxEmbedded` attempts hold one at once
  *    (KAFKAIQ_EMBEDDED_DATABASES, default 2; each takes a few hundred MB, the one started ahead
  *    as much); beyond that an attempt waits, and says so.
@@ -27,9 +27,9 @@ export { databaseName, redactUrl, type DatabaseLease } from './server-databases.
 export interface DatabasePoolOptions {
   /** A PostgreSQL server (postgres://user:password@host:port/db); unset: embedded databases. */
   url?: string;
-  /** Embedded databases running at once (default 2). */
+  /** Attempts holding an embedded database at once (default 2); one more is started ahead. */
   maxEmbedded?: number;
-  /** An embedded database idle this long is stopped (default 10 min). */
+  /** The embedded database started ahead is stopped when unused this long (default 10 min). */
   idleMs?: number;
   log?: (line: string) => void;
 }
@@ -83,11 +83,6 @@ export class DatabasePool {
   /** Fails with a one-line error naming the fix when the database cannot be used (before a check run). */
   async verify(): Promise<void> {
     if (this.server) await this.server.withServer(async () => {});
-  }
-
-  /** Starts the next attempt's embedded database now (made on first use otherwise). */
-  prewarm(): void {
-    if (!this.server) this.warmSpare();
   }
 
   async close(): Promise<void> {
@@ -189,8 +184,15 @@ export class DatabasePool {
   /** A new process: restored from the pristine snapshot, or, for the pool's first, the one that makes it. */
   private async startEmbedded(): Promise<EmbeddedDatabase> {
     let db: EmbeddedDatabase;
-    if (this.snapshot) {
-      db = await EmbeddedDatabase.start({ snapshot: await this.snapshot });
+    const snapshot = this.snapshot;
+    if (snapshot) {
+      try {
+        db = await EmbeddedDatabase.start({ snapshot: await snapshot });
+      } catch (err) {
+        // A snapshot that cannot be restored (its file gone or changed) is made afresh next time.
+        if (this.snapshot === snapshot) this.snapshot = null;
+        throw err;
+      }
     } else {
       if (!this.snapshotDir) {
         const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kafkaiq-pglite-'));
@@ -199,11 +201,11 @@ export class DatabasePool {
       }
       // A new name each time: the child never writes over a file (flag 'wx').
       const making = EmbeddedDatabase.start({ makeSnapshot: path.join(this.snapshotDir, `pristine-${randomBytes(8).toString('hex')}.tar`) });
-      const snapshot = making.then((made) => made.snapshot ?? Promise.reject(new KafkaIqError('INTERNAL', 'the embedded database made no snapshot')));
-      this.snapshot = snapshot;
-      snapshot.catch(() => {
+      const made = making.then((maker) => maker.snapshot ?? Promise.reject(new KafkaIqError('INTERNAL', 'the embedded database made no snapshot')));
+      this.snapshot = made;
+      made.catch(() => {
         // The attempt that started it reports the failure; the next start tries again.
-        if (this.snapshot === snapshot) this.snapshot = null;
+        if (this.snapshot === made) this.snapshot = null;
       });
       // The maker is pristine too: it dumped its data directory before it listened.
       db = await making;

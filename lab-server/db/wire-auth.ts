@@ -90,6 +90,8 @@ export function requirePassword(socket: net.Socket, password: string, authentica
       socket.pause();
       socket.unshift(Buffer.concat([startup, rest]));
       authenticated(socket);
+      // Paused explicitly, a socket stays paused when a 'data' listener is added: the next reader's.
+      socket.resume();
       return;
     }
   }

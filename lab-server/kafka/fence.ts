@@ -66,3 +66,11 @@ export async function fenceTransactionalIds(brokers: string[], namespace: string
   }
   return result;
 }
+
+/** fenceTransactionalIds at an attempt's end: what it could not fence goes to the operator's log. */
+export async function fenceAttempt(brokers: string[], namespace: string, granted: readonly string[]): Promise<void> {
+  const result = await fenceTransactionalIds(brokers, namespace, granted);
+  if (!result.failed.length && !result.timedOut) return;
+  const what = result.failed.slice(0, 3).map((f) => `${f.id}: ${f.error}`).join('; ');
+  process.stderr.write(`[kafkaiq] ${namespace}: fenced ${result.fenced.length} transactional id(s)${result.timedOut ? ', then ran out of time' : ''}${what ? `; not fenced: ${what}` : ''}\n`);
+}

@@ -7,7 +7,8 @@
  */
 import type { LabDefinition } from '../../src/shared/lab.ts';
 import { KafkaIqError } from '../../src/shared/errors.ts';
-import { AttemptLifecycle, type Scenario } from './lifecycle.ts';
+import { AttemptLifecycle } from './lifecycle.ts';
+import type { Scenario } from './scenario.ts';
 import { MonitorScenario } from './monitor/scenario.ts';
 import { PipelineScenario } from './pipeline/scenario.ts';
 import type { Attempt, AttemptOptions } from './types.ts';

@@ -203,7 +203,12 @@ export class LabSession implements LabSessionApi {
   private async consume(
     topic: string,
     window: { isolation: 'read_committed' | 'read_uncommitted'; from?: number; limit: number; partition?: number },
-  ): Promise<{ records: ConsumedRecord[]; truncated: boolean; omitted: { partition: number; before: number; after: number }[] }> {
+  ): Promise<{
+    records: ConsumedRecord[];
+    truncated: boolean;
+    omitted: { partition: number; before: number; after: number }[];
+    totals: { committed: number; aborted: number; open: number; markers: number };
+  }> {
     const { isolation } = window;
     const brokers = this.brokers;
     const offsets = (await partitionOffsets(brokers, topic)).filter((p) => window.partition === undefined || p.partition === window.partition);
@@ -213,6 +218,8 @@ export class LabSession implements LabSessionApi {
     const committedAt = new Set(committed.records.map((r) => `${r.partition}/${r.offset}`));
     const records: ConsumedRecord[] = [];
     const omitted: { partition: number; before: number; after: number }[] = [];
+    // The tally covers the whole of each partition read, so a window still tells how much was aborted.
+    const totals = { committed: 0, aborted: 0, open: 0, markers: 0 };
     for (const p of offsets) {
       const data = uncommitted.records.filter((r) => r.partition === p.partition);
       const byOffset = new Map(data.map((r) => [r.offset, r]));
@@ -222,6 +229,7 @@ export class LabSession implements LabSessionApi {
         const r = byOffset.get(offset);
         const status: ConsumedRecord['status'] = !r ? 'marker' : committedAt.has(`${p.partition}/${offset}`) ? 'committed' : offset >= p.lso ? 'open' : 'aborted';
         if (isolation === 'read_committed' && (status === 'aborted' || status === 'open')) continue;
+        totals[status === 'marker' ? 'markers' : status]++;
         entries.push({ partition: p.partition, offset, key: r?.key ?? null, value: r?.value ?? null, status });
       }
       const start = window.from === undefined ? Math.max(0, entries.length - window.limit) : entries.findIndex((e) => e.offset >= window.from!);
@@ -230,7 +238,7 @@ export class LabSession implements LabSessionApi {
       if (first > 0 || first + shownEntries.length < entries.length) omitted.push({ partition: p.partition, before: first, after: entries.length - first - shownEntries.length });
       for (const e of shownEntries) records.push({ ...e, key: shown(e.key), value: shown(e.value) });
     }
-    return { records: records.slice(0, MAX_CONSUMED), truncated: records.length > MAX_CONSUMED, omitted };
+    return { records: records.slice(0, MAX_CONSUMED), truncated: records.length > MAX_CONSUMED, omitted, totals };
   }
 
   async dispose(): Promise<void> {

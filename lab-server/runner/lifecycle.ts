@@ -10,20 +10,20 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kafka } from 'kafkajs';
-import { REPORT_VERSION, type CheckResult, type GradeReport, type Verdict } from '../../src/shared/report.ts';
+import { REPORT_VERSION, type GradeReport, type Verdict } from '../../src/shared/report.ts';
 import { maintenanceFor, type MaintenanceLock } from '../broker/maintenance.ts';
 import { describeError, KafkaIqError } from '../../src/shared/errors.ts';
 import { BROKER_LIB_DIR, ROOT_DIR } from '../core/paths.ts';
 import { grantAttempt, type AttemptIdentity } from '../kafka/attempt-acls.ts';
 import { graderPrefix, learnerNames, namespaceEnv, slotTransactionalId, type LearnerNames } from '../kafka/attempt-names.ts';
-import { fenceTransactionalIds } from '../kafka/fence.ts';
+import { fenceAttempt } from '../kafka/fence.ts';
 import { GroupEvictor } from '../kafka/group-evictor.ts';
 import { createKafka } from '../kafka/client.ts';
 import { writeClientProperties } from '../kafka/credentials.ts';
 import { deleteTopics } from '../kafka/topics.ts';
 import type { LoadedLab } from '../labs/load-lab.ts';
 import { selectLabChecks } from './checkers/select.ts';
-import { decideVerdict, type VerdictInput } from './checkers/verdict.ts';
+import { decideVerdict } from './checkers/verdict.ts';
 import { compileProgram } from './program/compile.ts';
 import type { ManualFault } from './contract.ts';
 import { driverFor, type ProgramDriver } from './driver/index.ts';
@@ -34,60 +34,9 @@ import { MAX_INSTANCES } from './nemesis/manual.ts';
 import { createWorkDir } from './program/work-dirs.ts';
 import { OutputSink } from './program/output-sink.ts';
 import type { ProgramSource } from './program/program-instance.ts';
-import type { Supervisor } from './program/supervisor.ts';
 import type { Attempt, AttemptOptions, AttemptPhase } from './types.ts';
 import type { AttemptDatabase } from './database-attempt.ts';
-
-/** What a scenario read and judged: every check it decided, how to weigh the lab's, and the output counts. */
-export interface Outcome {
-  /** Every check decided (the lifecycle selects the lab's, selectLabChecks). */
-  checks: CheckResult[];
-  /** How to weigh the lab's checks (passed in, selected and in the lab's order). */
-  verdict: (checks: readonly CheckResult[]) => Omit<VerdictInput, 'checks'>;
-  outputs: number;
-  abortedRecords: number;
-  /** Checks of the grade's integrity (output-log-intact), judged whatever the lab lists. */
-  integrity?: CheckResult[];
-}
-
-export interface ProgressFigures {
-  processed: number;
-  expected: number;
-  faultsDone: number;
-  faultsPlanned: number;
-}
-
-/**
- * A lab kind's part of an attempt, in Jepsen's steps: plan (the generator), prepare the cluster,
- * play the plan (or a Run), collect what the program left and judge it (the checkers).
- */
-export interface Scenario<Played = unknown> {
-  /** The program's instances, once started (for restarts, self-exits and the instance list). */
-  readonly supervisor: Supervisor | null;
-  /** How often progress is polled and sent, and the poll itself. */
-  readonly progressEveryMs: number;
-  pollProgress(): Promise<void> | void;
-  progress(): ProgressFigures;
-  /** A grade: the seeded plan, fixed before anything starts (faults planned, for progress). */
-  plan(seed: number): void;
-  /** After the program compiled: topics, databases, the grader's own clients. */
-  prepare(): Promise<void>;
-  /** A Run: the program on fresh input, no grade, until the stop signal or the run limit. */
-  playFree(): Promise<void>;
-  /** A grade: the plan's input and faults, until everything settled; then every instance stopped. Returns what it learned. */
-  play(): Promise<Played>;
-  /** Reads what the program left (broker, database, API) and judges it, with what play learned. */
-  collect(played: Played): Promise<Outcome>;
-  /** The report's input and output counts; outcome null when the grade did not get that far. */
-  stats(outcome: Outcome | null): { inputs: number; abortedInputs: number; outputs: number; abortedRecords: number; longestStallMs?: number; outputBlockedMs?: number };
-  /** Every topic this attempt created. */
-  topics(): string[];
-  manualFault(kind: ManualFault, instanceId?: string): Promise<void>;
-  /** Gives back everything the scenario holds (processes, clients, databases). */
-  shutdown(): Promise<void>;
-  /** The attempt's database while the scenario holds it (the terminal's `sql`); absent: no database. */
-  database?(): AttemptDatabase | null;
-}
+import type { Outcome, Scenario } from './scenario.ts';
 
 export class AttemptLifecycle implements Attempt {
   readonly namespace: string;
@@ -388,20 +337,11 @@ export class AttemptLifecycle implements Attempt {
     await this.scenario.shutdown();
     await this.evictor.close();
     // Every program process is gone: end its transactions, then take the attempt's rights back.
-    if (this.identity) await this.fenceTransactions();
+    if (this.identity) await fenceAttempt(this.options.brokers, this.namespace, this.names.transactionalIds);
     await this.identity?.revoke();
     fs.rmSync(this.workDir, { recursive: true, force: true });
     this.phase = 'done';
     this.emitState();
-  }
-
-  /** Fences every transactional id the attempt used (kafka/fence.ts): bounded, best effort. */
-  private async fenceTransactions(): Promise<void> {
-    const result = await fenceTransactionalIds(this.options.brokers, this.namespace, this.names.transactionalIds);
-    if (result.failed.length || result.timedOut) {
-      const what = result.failed.slice(0, 3).map((f) => `${f.id}: ${f.error}`).join('; ');
-      process.stderr.write(`[kafkaiq] ${this.namespace}: fenced ${result.fenced.length} transactional id(s)${result.timedOut ? ', then ran out of time' : ''}${what ? `; not fenced: ${what}` : ''}\n`);
-    }
   }
 
   emitProgress(): void {

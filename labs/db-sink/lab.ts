@@ -51,7 +51,7 @@ export default defineLab({
     {
       name: 'DATABASE_URL',
       description:
-        'PostgreSQL connection string of a database of your own for this run, e.g. postgresql://postgres@127.0.0.1:41234/postgres ' +
+        'PostgreSQL connection string of a database of your own for this run, e.g. postgresql://postgres:<password>@127.0.0.1:41234/postgres ' +
         '(connect with pg: new pg.Client({ connectionString: process.env.DATABASE_URL })). The grader has created the table ' +
         'orders (order_id text NOT NULL, customer text NOT NULL, sku text NOT NULL, quantity integer NOT NULL, amount_cents bigint NOT NULL), ' +
         'with no unique constraint yet. You may add indexes and tables of your own; the grader counts the rows of orders per order_id.',

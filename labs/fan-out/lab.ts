@@ -91,6 +91,8 @@ export default defineLab({
   ],
   seeds: [{ topic: 'orders', records: 150, keys: 12, transactionSize: 5, abortEvery: 4, value: orderValue }],
   transform: fanOut,
+  // The fan-out lesson's design: one producer per orders partition (see the single-stage lab).
+  kafkaIds: { transactionalIds: [{ name: '{GROUP_ID}-{ORDERS_TOPIC}-{partition}', perPartitionOf: 'orders' }] },
   faults: {
     // With three sends per transaction, 'after:send' on its first or second occurrence stops the
     // program between two of the sends. The two kills at 'after:commit' land between the commits

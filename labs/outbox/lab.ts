@@ -94,7 +94,7 @@ export default defineLab({
     {
       name: 'DATABASE_URL',
       description:
-        'PostgreSQL connection string of a database of your own for this run, e.g. postgresql://postgres@127.0.0.1:41234/postgres ' +
+        'PostgreSQL connection string of a database of your own for this run, e.g. postgresql://postgres:<password>@127.0.0.1:41234/postgres ' +
         '(new pg.Client({ connectionString: process.env.DATABASE_URL })). The grader has created the tables ' +
         'orders (order_id text NOT NULL, customer text NOT NULL, sku text NOT NULL, quantity integer NOT NULL, amount_cents bigint NOT NULL, ' +
         'placed_at timestamptz NOT NULL), with no unique constraint yet, and ' +

@@ -100,7 +100,7 @@ export default defineLab({
     {
       name: 'DATABASE_URL',
       description:
-        'PostgreSQL connection string of a database of your own for this run, e.g. postgresql://postgres@127.0.0.1:41234/postgres ' +
+        'PostgreSQL connection string of a database of your own for this run, e.g. postgresql://postgres:<password>@127.0.0.1:41234/postgres ' +
         '(connect with pg: new pg.Client({ connectionString: process.env.DATABASE_URL })). The grader has created the tables ' +
         'window_counts (campaign_id text NOT NULL, window_start timestamptz NOT NULL, window_end timestamptz NOT NULL, clicks bigint NOT NULL) and ' +
         'campaign_totals (campaign_id text NOT NULL, total_clicks bigint NOT NULL), with no unique constraints yet. You may add indexes, ' +

@@ -24,6 +24,9 @@ export default defineLab({
   ],
   seeds: [{ topic: 'input', records: 150, keys: 12, transactionSize: 5, abortEvery: 4 }],
   transform: (input) => [{ topic: 'output', key: input.key, value: input.value.toUpperCase() }],
+  // The single-stage lesson's design: one producer per input partition, named after the group, the
+  // topic and the partition, so whoever owns the partition next fences the last owner.
+  kafkaIds: { transactionalIds: [{ name: '{GROUP_ID}-{INPUT_TOPIC}-{partition}', perPartitionOf: 'input' }] },
   faults: {
     full: [
       { kind: 'kill', at: ['after:send', 'before:commit'] },

@@ -52,7 +52,8 @@ function mixesConfusableScripts(name: string): boolean {
 /** Names that would pass for the course's own voice or for another learner's anonymous label. */
 function reserved(name: string): boolean {
   const key = displayNameKey(name);
-  return /^learner[0-9a-f]{8}$/.test(name.toLowerCase().replace(/\s+/g, '')) || ['lnstructor', 'teacher', 'admln', 'grader', 'kafkalq', 'anonymous', 'system'].includes(key);
+  // Anywhere in the name: "Ada (learner 1a2b3c4d)" would pass for another learner's label.
+  return /learner[0-9a-f]{8}/.test(name.toLowerCase().replace(/[^a-z0-9]+/g, '')) || ['lnstructor', 'teacher', 'admln', 'grader', 'kafkalq', 'anonymous', 'system'].includes(key);
 }
 
 export const displayNameSchema = z
@@ -64,8 +65,8 @@ export const displayNameSchema = z
       .string()
       .min(1, { message: 'a display name needs at least one character' })
       .max(MAX_DISPLAY_NAME_CHARS, { message: `a display name has at most ${MAX_DISPLAY_NAME_CHARS} characters` })
-      // Letters, digits, spaces and a few marks: a name, not markup or control characters.
-      .regex(/^[\p{L}\p{N} .'_-]+$/u, { message: "a display name may use letters, digits, spaces and . ' _ -" })
+      // Letters, digits, spaces and a few marks ("Ada (evening class)"): a name, not markup or control characters.
+      .regex(/^[\p{L}\p{N} .'_()-]+$/u, { message: "a display name may use letters, digits, spaces and . ' _ - ( )" })
       .refine((name) => /[\p{L}\p{N}]/u.test(name), { message: 'a display name needs a letter or a digit' })
       .refine((name) => !mixesConfusableScripts(name), { message: 'a display name uses one alphabet: Latin, Cyrillic or Greek letters, not a mix' })
       .refine((name) => !reserved(name), { message: 'that name is reserved: choose your own' }),

@@ -256,6 +256,11 @@ export const inspectResultMessageSchema = z
             .array(z.object({ partition: z.number().int(), before: z.number().int(), after: z.number().int() }).strict())
             .optional()
             .describe('Per partition, entries left out before and after the window shown'),
+          totals: z
+            .object({ committed: z.number().int(), aborted: z.number().int(), open: z.number().int(), markers: z.number().int() })
+            .strict()
+            .optional()
+            .describe('Entries of every partition read (shown or not), by status'),
         })
         .strict(),
       z.object({ what: z.literal('offsets'), topic: z.string(), partitions: z.array(partitionOffsetsRowSchema) }).strict(),

@@ -152,7 +152,7 @@ describe('accessibility', () => {
     await button(page, 'Quick grade').focus();
     await page.keyboard.press('Enter');
     await expect.poll(async () => (await focused(page)).text, { timeout: 10_000 }).toBe('Stop');
-    const verdict = lab(page).locator('.kiq-wb-verdict');
+    const verdict = lab(page).locator('.kiq-wb-report .kiq-wb-verdict');
     await verdict.waitFor({ state: 'visible', timeout: 170_000 });
     expect(await verdict.getAttribute('data-verdict')).toBe('fail');
     await expect.poll(async () => (await focused(page)).text, { timeout: 10_000 }).toBe('Quick grade');

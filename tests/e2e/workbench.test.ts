@@ -216,7 +216,7 @@ describe('the course in a browser', () => {
     expect(evidence.some((line) => /output-\d+@\d+ .*duplicates output-\d+@\d+/.test(line)), evidence.join('\n')).toBe(true);
 
     await typeCommand(page, 'clear');
-    await typeCommand(page, 'consume OUTPUT_TOPIC --isolation read_uncommitted');
+    await typeCommand(page, 'consume OUTPUT_TOPIC --from 0 --limit 200 --isolation read_uncommitted');
     // The listing ends with a tally; the aborted records themselves are marked in the listing.
     await expect.poll(() => terminalText(page), { timeout: 30_000, interval: 500 }).toMatch(/total: \d+ committed, [1-9]\d* ABORTED/);
     const text = await terminalText(page);

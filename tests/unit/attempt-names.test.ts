@@ -92,6 +92,8 @@ describe('attempt ACLs', () => {
         `${GROUP}:kiq-s-group:${READ}`,
         `${TRANSACTIONAL_ID}:kiq-s-tx-1:${WRITE}`,
         `${TRANSACTIONAL_ID}:kiq-s-tx-1:${DESCRIBE}`,
+        // The lesson's one producer per input partition (the lab's kafkaIds).
+        ...[0, 1, 2].flatMap((p) => [`${TRANSACTIONAL_ID}:kiq-s-group-kiq-s-input-${p}:${WRITE}`, `${TRANSACTIONAL_ID}:kiq-s-group-kiq-s-input-${p}:${DESCRIBE}`]),
         `${CLUSTER}:kafka-cluster:${IDEMPOTENT_WRITE}`,
       ].sort(),
     );

@@ -97,6 +97,9 @@ describe('embedded database', () => {
     startup.writeInt32BE(8 + params.length, 0);
     startup.writeInt32BE(196608, 4);
     socket.write(Buffer.concat([startup, params]));
+    // The database asks for its password (cleartext, loopback only) before PGlite sees the startup.
+    await until(() => Buffer.concat(received).includes(Buffer.from('R\0\0\0\x08\0\0\0\x03', 'latin1')));
+    socket.write(msg('p', cstr(decodeURIComponent(new URL(db.url).password))));
     await until(() => Buffer.concat(received).includes(Buffer.from('Z\0\0\0\x05I', 'latin1')));
     received.length = 0;
     const int16 = (n: number) => Buffer.from([n >> 8, n & 0xff]);
@@ -171,6 +174,34 @@ describe('embedded database', () => {
       'before:db-commit', 'after:db-commit',
     ]);
   }, 120_000);
+
+  it("refuses a connection without the database's own password", async () => {
+    const wrong = new URL(db.url);
+    wrong.password = 'not-the-password';
+    const client = new pg.Client({ connectionString: wrong.toString(), connectionTimeoutMillis: 5_000 });
+    client.on('error', () => {});
+    await expect(client.connect()).rejects.toThrow(/password authentication failed/);
+    // A raw client that answers the password request with a query instead: refused, nothing run.
+    const socket = net.connect(db.port, '127.0.0.1');
+    const received: Buffer[] = [];
+    socket.on('data', (d: Buffer) => received.push(d));
+    await new Promise((r) => socket.once('connect', r));
+    const params = Buffer.from('user\0postgres\0database\0postgres\0\0');
+    const startup = Buffer.alloc(8);
+    startup.writeInt32BE(8 + params.length, 0);
+    startup.writeInt32BE(196608, 4);
+    socket.write(Buffer.concat([startup, params]));
+    const query = Buffer.from('CREATE TABLE intruder (x int)\0');
+    const head = Buffer.alloc(5);
+    head.write('Q', 0, 'latin1');
+    head.writeInt32BE(query.length + 4, 1);
+    socket.write(Buffer.concat([head, query]));
+    const closed = new Promise((r) => socket.once('close', r));
+    expect(await until(() => Buffer.concat(received).includes(Buffer.from('28P01')), 5_000)).toBe(true);
+    await closed;
+    const admin = await connect();
+    expect((await admin.query("SELECT count(*)::int AS n FROM pg_tables WHERE tablename = 'intruder'")).rows[0].n).toBe(0);
+  }, 60_000);
 
   it('hands every attempt a new database: nothing the last one did as superuser is there', async () => {
     const pool = new DatabasePool({ maxEmbedded: 1 });

@@ -8,7 +8,7 @@ import type { Collected, GradeHistory } from '../checkers/contract.ts';
 import { effectRows } from '../checkers/effect-findings.ts';
 import { outputMatch } from '../checkers/output-match.ts';
 import { readLogStarts, readPipelineOutput } from '../collect/pipeline-output.ts';
-import type { Outcome } from '../lifecycle.ts';
+import type { Outcome } from '../scenario.ts';
 import type { Played, PlannedPipeline } from './state.ts';
 
 export async function collectPipeline(scenario: PlannedPipeline, played: Played): Promise<Outcome> {

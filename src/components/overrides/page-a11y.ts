@@ -7,8 +7,8 @@
  *  - The search button shows "Search" and its shortcut (Ctrl K, or ⌘ K on Apple devices), but its
  *    name was "Search" alone: a speech user saying what they see did not match it. The name
  *    becomes "Search, Ctrl K" (not in parentheses, which checkers of label-in-name discount), and
- *    the two keys of the hint get a space between them, so what is shown and what is named are
- *    the same words.
+ *    the label, the hint and its two keys get spaces between them (the built page has none, which
+ *    made "courseCtrl" one word), so what is shown and what is named are the same words.
  */
 const SCROLLERS = '.sl-markdown-content pre, .sl-markdown-content table';
 
@@ -43,9 +43,10 @@ export function fixPage(): void {
   for (const button of document.querySelectorAll<HTMLButtonElement>('site-search button[data-open-modal]')) {
     const keys = [...button.querySelectorAll(':scope > kbd > kbd')];
     if (!keys.length) continue;
-    keys.slice(0, -1).forEach((key) => {
-      if (key.nextSibling?.nodeType !== Node.TEXT_NODE) key.after(' ');
-    });
+    const hint = keys[0]!.parentElement!;
+    for (const element of [hint, ...keys.slice(1)]) {
+      if (element.previousSibling?.nodeType !== Node.TEXT_NODE) element.before(' ');
+    }
     const label = button.dataset.kiqLabel ?? button.getAttribute('aria-label') ?? 'Search';
     button.dataset.kiqLabel = label;
     button.setAttribute('aria-label', `${label}, ${keys.map((key) => key.textContent?.trim()).join(' ')}`);

@@ -172,6 +172,11 @@ export function mountWorkbench(mountPoint: HTMLElement, payloadData: unknown): M
   const pendingAttempts = new Map<number, 'show' | 'load' | 'diff' | 'restore'>();
   /** The `history` command waits for the list it asked for. */
   let printHistoryNext = false;
+  /**
+   * Set while this workbench waits for the reference solution. Not `mine`: another workbench of the
+   * page may send a request in between (its history on mounting), and the answer is still ours.
+   */
+  let solutionRequested = false;
 
   const ours = () => sessionLab === null || sessionLab === labId;
   const refreshToolbar = () =>
@@ -300,7 +305,8 @@ export function mountWorkbench(mountPoint: HTMLElement, payloadData: unknown): M
         return showAttempt(message, action);
       }
       case 'solution':
-        if (!mine || message.lab !== labId) return;
+        if (!solutionRequested || message.lab !== labId) return;
+        solutionRequested = false;
         terminal.print([ansi.dim(`Reference solution shown below the report${message.reveal.beforePass ? ' (before your first pass; your history and your instructor see that)' : ''}.`)]);
         history.showSolution(message.code, message.reveal, () => {
           editor.replaceCode(message.code);
@@ -310,6 +316,7 @@ export function mountWorkbench(mountPoint: HTMLElement, payloadData: unknown): M
         return;
       case 'error':
         if (!mine) return;
+        solutionRequested = false;
         if (activity === 'pending') activity = 'idle';
         // The server's message may quote the program (a compile error): sanitised before it is coloured.
         terminal.print([`${ansi.red('error')} ${showControlCharacters(message.message)}`]);
@@ -347,6 +354,8 @@ export function mountWorkbench(mountPoint: HTMLElement, payloadData: unknown): M
       return;
     }
     if (!send(message)) return;
+    // The report on screen is the previous grade's (it stays in the history): the new one replaces it.
+    if (message.type === 'grade') report.element.hidden = true;
     activity = 'pending';
     sessionLab = labId;
     lastPhase = '';
@@ -443,7 +452,7 @@ export function mountWorkbench(mountPoint: HTMLElement, payloadData: unknown): M
 
   function revealSolution() {
     if (attempts.length === 0) return terminal.print([ansi.yellow('The reference solution is offered after your first graded attempt: press Grade first.')]);
-    send({ type: 'solution', lab: labId, client });
+    solutionRequested = send({ type: 'solution', lab: labId, client });
   }
 
   function runCommand(command: Command) {

@@ -61,7 +61,8 @@ export function createHistoryPanel(actions: HistoryActions): HistoryPanel {
       'li',
       { class: 'kiq-wb-history__item', 'data-attempt': attempt.id, 'data-verdict': attempt.verdict },
       h('span', { class: 'kiq-wb-history__n' }, `#${attempt.n}`),
-      h('span', { class: 'kiq-wb-verdict', 'data-verdict': attempt.verdict }, VERDICT[attempt.verdict]),
+      // Styled as the report's verdict badge, with a class of its own (the report's is the grade on screen).
+      h('span', { class: 'kiq-wb-history__verdict', 'data-verdict': attempt.verdict }, VERDICT[attempt.verdict]),
       h('span', { class: 'kiq-wb-history__plan' }, `${attempt.quick ? 'quick' : 'full'} plan · seed ${attempt.seed}`),
       h('time', { datetime: attempt.at, class: 'kiq-wb-history__time' }, when.toLocaleString()),
       h(

@@ -60,20 +60,23 @@ function formatConsume(result: Extract<InspectResult, { what: 'consume' }>): str
     const parts = [o.before ? `${o.before} earlier` : '', o.after ? `${o.after} later` : ''].filter(Boolean).join(' and ');
     lines.push(ansi.dim(`partition ${o.partition}: ${parts} entries not shown (--from OFFSET, --limit N, --partition P)`));
   }
-  if (result.records.length > 0) lines.push(consumeSummary(result.records));
+  if (result.records.length > 0) lines.push(consumeSummary(result.records, result.totals));
   return lines;
 }
 
-/** A closing tally, so the story of a long listing (how much was aborted?) fits on one line. */
-function consumeSummary(records: ConsumedRecord[]): string {
+/**
+ * A closing tally, so the story of a long listing (how much was aborted?) fits on one line: of
+ * every entry read when the server counted them (a window shows only part of them), else of those shown.
+ */
+function consumeSummary(records: ConsumedRecord[], totals?: { committed: number; aborted: number; open: number; markers: number }): string {
   const count = (status: ConsumedRecord['status']) => records.filter((r) => r.status === status).length;
-  const parts = [`${count('committed')} committed`];
-  const aborted = count('aborted');
-  const open = count('open');
-  if (aborted) parts.push(ansi.red(`${aborted} ABORTED`));
-  if (open) parts.push(ansi.yellow(`${open} in open transactions`));
-  parts.push(ansi.dim(`${count('marker')} transaction markers`));
-  return `${ansi.bold('total:')} ${parts.join(', ')}`;
+  const t = totals ?? { committed: count('committed'), aborted: count('aborted'), open: count('open'), markers: count('marker') };
+  const parts = [`${t.committed} committed`];
+  if (t.aborted) parts.push(ansi.red(`${t.aborted} ABORTED`));
+  if (t.open) parts.push(ansi.yellow(`${t.open} in open transactions`));
+  parts.push(ansi.dim(`${t.markers} transaction markers`));
+  const shown = totals && records.length < t.committed + t.aborted + t.open + t.markers ? ansi.dim(` (${records.length} shown)`) : '';
+  return `${ansi.bold('total:')} ${parts.join(', ')}${shown}`;
 }
 
 export function formatRecord(raw: ConsumedRecord): string {
