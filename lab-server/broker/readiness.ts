@@ -41,6 +41,7 @@ export async function waitUntilReady(cluster: StartingCluster): Promise<void> {
     }
     await warmUpCoordinators(cluster);
   } finally {
+    // Readiness is decided: a client that fails to close here has nothing to add to it.
     await admin.disconnect().catch(() => {});
   }
 }
@@ -72,6 +73,7 @@ async function warmUpCoordinators(cluster: StartingCluster): Promise<void> {
     if (err instanceof KafkaIqError) throw err;
     throw new KafkaIqError('BROKER_START_FAILED', `Kafka's coordinators did not load (${describeError(err)}): see ${displayPath(cluster.logFile)}.`, { cause: err });
   } finally {
+    // Readiness is decided: clients that fail to close here have nothing to add to it.
     await producer.disconnect().catch(() => {});
     await admin.disconnect().catch(() => {});
   }

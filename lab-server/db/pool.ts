@@ -142,6 +142,7 @@ export class DatabasePool {
 
   /** The database started ahead if it is up, else a new one. Either way nobody has connected to it yet. */
   private async freshDatabase(notify: (line: string) => void): Promise<EmbeddedDatabase> {
+    // A spare that failed to start is no spare: a new database is started below instead.
     const spare = await this.takeSpare()?.catch(() => null);
     if (spare?.alive) return spare;
     const started = Date.now();

@@ -192,6 +192,7 @@ export class ServerDatabases {
   async close(): Promise<void> {
     const template = this.template;
     this.template = null;
+    // A template that was never made has nothing to drop.
     const name = await template?.catch(() => null);
     if (!name) return;
     await bestEffort(`drop the template database ${name}`, () => this.withServer((admin) => admin.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)}`)), this.log);

@@ -68,9 +68,10 @@ export function createHistoryPanel(actions: HistoryActions): HistoryPanel {
       h(
         'span',
         { class: 'kiq-wb-history__actions' },
-        button('Report', 'Open the report of', () => actions.open(attempt)),
-        button('Load', 'Load into the editor the program of', () => actions.load(attempt), attempt.hasCode),
-        button('Diff', 'Compare with your current code the program of', () => actions.diff(attempt), attempt.hasCode),
+        // Each accessible name starts with the visible word, as speech input users say it.
+        button('Report', 'Report of', () => actions.open(attempt)),
+        button('Load', 'Load into the editor: the program of', () => actions.load(attempt), attempt.hasCode),
+        button('Diff', 'Diff with your current code: the program of', () => actions.diff(attempt), attempt.hasCode),
       ),
     );
   }
