@@ -80,4 +80,15 @@ describe('a correct program, as the learner sees it', () => {
     expect(report.checks.map((c) => c.name)).toEqual(lab.definition.checks);
     expect(report.verdict).toBe('pass');
   }, 180_000);
+
+  it('db-sink: a row written twice is placed after the fault that came before the repeat', async () => {
+    const lab = await loadLab('db-sink');
+    const code = fs.readFileSync(path.join(LABS_DIR, 'db-sink', 'broken', 'plain-insert.ts'), 'utf8');
+    const attempt = createAttempt({ lab, program: { kind: 'code', code }, brokers, control: null, namespace: namespace('dbdup'), mode: 'quick', seed: 1001, listener: collecting([]) });
+    const report = await attempt.grade();
+    await attempt.deleteTopics();
+    const duplicates = report.checks.find((c) => c.name === 'no-duplicate-effects')!;
+    expect(duplicates.passed).toBe(false);
+    expect(duplicates.evidence[0]).toMatch(/applied 2 times \(written at \+\d+\.\d s, \+\d+\.\d s; the repeat came after fault \w+ on i\d/);
+  }, 180_000);
 });

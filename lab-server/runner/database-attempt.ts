@@ -19,6 +19,8 @@ import type { SeededRecord } from './seeder.ts';
 export interface EffectRow {
   id: string;
   value: string | null;
+  /** When the row's transaction committed (ms since the epoch), where the server keeps commit timestamps. */
+  writtenAt?: number;
 }
 
 export class AttemptDatabase {
@@ -116,10 +118,35 @@ export class AttemptDatabase {
     return applied;
   }
 
+  /**
+   * The rows with the time their transaction committed, for the evidence ("after fault X"): where
+   * the server keeps commit timestamps (track_commit_timestamp, on in the embedded database) and
+   * the lab's effects query reads one table (`... FROM <table>`). Otherwise null: the rows are
+   * judged the same, only without times. Times are evidence, never part of a verdict.
+   */
+  private async timedRows(): Promise<EffectRow[] | null> {
+    const table = /\sFROM\s+([a-z_][a-z0-9_]*)\s*$/i.exec(this.spec.effects.trim());
+    if (!table) return null;
+    try {
+      const setting = await this.query('SHOW track_commit_timestamp');
+      if ((setting.rows[0] as Record<string, unknown> | undefined)?.track_commit_timestamp !== 'on') return null;
+      const timed = this.spec.effects.trim().replace(table[0], `, pg_xact_commit_timestamp(${table[1]}.xmin) AS written_at FROM ${table[1]}`);
+      const result = await this.query(timed);
+      return result.rows.map((row: Record<string, unknown>) => ({
+        id: String(row.id),
+        value: row.value === undefined || row.value === null ? null : String(row.value),
+        ...(row.written_at instanceof Date ? { writtenAt: row.written_at.getTime() } : {}),
+      }));
+    } catch {
+      // A table the program reshaped, or a server that refuses: the untimed query below decides.
+      return null;
+    }
+  }
+
   /** The rows the program left, for the checkers (checkers/database-effects.ts); an error if they cannot be read. */
   async readRows(): Promise<{ rows: EffectRow[] } | { error: string }> {
     try {
-      return { rows: await this.rows() };
+      return { rows: (await this.timedRows()) ?? (await this.rows()) };
     } catch (err) {
       // The program dropped or changed the lab's table, or the database is gone: nothing to count.
       return { error: describeError(err) };

@@ -67,7 +67,7 @@ export class ThrowawayPostgres {
     this.port = await freePort();
     const data = path.join(this.dir, 'data');
     this.run('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8']);
-    const options = `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c max_connections=50`;
+    const options = `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c max_connections=50 -c track_commit_timestamp=on`;
     this.run('pg_ctl', ['-D', data, '-o', options, '-l', path.join(this.dir, 'server.log'), '-w', '-t', '60', 'start']);
     this.started = true;
     // Whatever happens to this test process, the server does not outlive it.

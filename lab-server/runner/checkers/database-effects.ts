@@ -3,21 +3,45 @@
  * a pure function of the lab, the inputs and the rows.
  */
 import type { DatabaseSpec, ExpectedEffectSpec, LabDefinition } from '../../../src/shared/lab.ts';
-import type { CheckName, CheckResult } from '../../../src/shared/report.ts';
+import type { CheckName, CheckResult, FaultRecord } from '../../../src/shared/report.ts';
 import type { EffectRow } from '../database-attempt.ts';
 import type { SeededRecord } from '../seeder.ts';
-import { checkEffects } from './effects.ts';
+import { checkEffects, type ObservedEffect } from './effects.ts';
 import { capEvidence } from './evidence.ts';
 
 const show = (v: string | null, max = 120) => (v === null ? 'null' : JSON.stringify(v.length > max ? `${v.slice(0, max)}…` : v));
 const inputLabel = (r: SeededRecord) => `${r.topic}-${r.partition}@${r.offset} key=${r.key}`;
 
 /**
+ * The rows per id, with when each was written where the database keeps commit timestamps, and
+ * the fault that came before the repeat: usually what made the program write it again.
+ */
+function observedRows(rows: readonly EffectRow[], timeline: { faults: readonly FaultRecord[]; startedAt: number }): ObservedEffect[] {
+  const byId = new Map<string, EffectRow[]>();
+  for (const row of rows) byId.set(row.id, [...(byId.get(row.id) ?? []), row]);
+  const at = (ms: number) => `+${((ms - timeline.startedAt) / 1000).toFixed(1)} s`;
+  return [...byId].map(([id, list]) => {
+    const times = list.map((r) => r.writtenAt).filter((t): t is number => t !== undefined).sort((a, b) => a - b);
+    if (times.length < 2 || !timeline.startedAt) return { id, count: list.length };
+    const repeat = times[1]!;
+    const fault = [...timeline.faults].reverse().find((f) => timeline.startedAt + f.atMs <= repeat);
+    const after = fault ? `; the repeat came after fault ${fault.kind} on ${fault.instance}${fault.crashPoint ? ` at ${fault.crashPoint}` : ''} (${at(timeline.startedAt + fault.atMs)})` : '';
+    return { id, count: list.length, note: `(written at ${times.slice(0, 5).map(at).join(', ')}${times.length > 5 ? ', …' : ''}${after})` };
+  });
+}
+
+/**
  * no-duplicate-effects and no-lost-effects (checkEffects), effects-correct (each row's value is
  * what its input gives) and no-aborted-reads (no effect of an input written in an aborted
  * transaction), for the ones the lab lists. Also the number of rows, for the report's stats.
  */
-export function checkDatabaseEffects(spec: DatabaseSpec, lab: Pick<LabDefinition, 'checks'>, inputs: readonly SeededRecord[], read: { rows: EffectRow[] } | { error: string }): { checks: CheckResult[]; rows: number } {
+export function checkDatabaseEffects(
+  spec: DatabaseSpec,
+  lab: Pick<LabDefinition, 'checks'>,
+  inputs: readonly SeededRecord[],
+  read: { rows: EffectRow[] } | { error: string },
+  timeline: { faults: readonly FaultRecord[]; startedAt: number } = { faults: [], startedAt: 0 },
+): { checks: CheckResult[]; rows: number } {
   const wanted = (name: CheckName) => lab.checks.includes(name);
   const what = spec.what;
   if ('error' in read) {
@@ -63,7 +87,7 @@ export function checkDatabaseEffects(spec: DatabaseSpec, lab: Pick<LabDefinition
   const counted = abortedRows.length ? rows.filter((r) => !aborted.has(r.id)) : rows;
   const checks = checkEffects(
     [...expected].map(([id, { input }]) => ({ id, source: inputLabel(input) })),
-    counted.map((r) => ({ id: r.id, count: 1 })),
+    observedRows(counted, timeline),
     what,
   );
 

@@ -14,7 +14,7 @@ export const effectFindings = memoize((collected: Collected, history: GradeHisto
   if (!pipeline) return null;
   const { lab, inputs, database, api } = pipeline;
   // The database counts what the program did when a lab has both: its rows are the effects.
-  if (database) return new Map(checkDatabaseEffects(database.spec, lab, inputs, database.read).checks.map((c) => [c.name, c]));
+  if (database) return new Map(checkDatabaseEffects(database.spec, lab, inputs, database.read, history).checks.map((c) => [c.name, c]));
   if (api) return new Map(checkApiEffects({ api: api.spec, effects: api.effects, inputs, faults: history.faults, startedAt: history.startedAt }).map((c) => [c.name, c]));
   return null;
 });
