@@ -1,10 +1,13 @@
-// expect-fail: no-duplicates
+// expect-fail: no-loss
 // A fresh transactional.id on every start (TRANSACTIONAL_ID plus a random suffix, "ids must be
 // unique"), with a short transactionTimeout so that a crashed instance's unfinished transaction
 // does not hold back read_committed readers for long. Crashes look handled: the coordinator aborts
 // the dead instance's transaction within 15 s and its successor redoes the batch. Zombies are not:
 // no later instance shares the id, so nothing fences a frozen one, and kafkajs's sendOffsets
 // carries no group generation. It wakes and commits the batch its replacement already redid.
+// On a cluster that grants ids by prefix that is the bug. This lab's attempt is granted exactly
+// the ids the lab gives it (LITERAL ACLs, nothing by prefix), so the broker refuses this one
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED): no transaction ever starts and nothing reaches the output.
 import { randomUUID } from 'node:crypto';
 import { Kafka } from 'kafkajs';
 

@@ -1,9 +1,12 @@
-// expect-fail: no-duplicates
+// expect-fail: no-loss
 // One transactional.id per partition, but with the instance in it ("to keep ids unique"):
 // `${prefix}-${INSTANCE_ID}-${partition}`. When partition 4 moves from i1 to i2, i2 uses a
 // different id than i1 did, so its first transaction fences nobody. The frozen i1 wakes up and
 // commits the batch i2 has already redone. The id must name the partition only, so that every
 // owner of the partition, in any instance, uses the same one.
+// On a cluster that grants ids by prefix that is the bug. This lab's attempt is granted exactly
+// the ids the lab gives it (LITERAL ACLs, nothing by prefix), so the broker refuses this one
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED): no transaction ever starts and nothing reaches the output.
 import { Kafka, type EachBatchPayload, type Producer } from 'kafkajs';
 
 const instanceId = process.env.INSTANCE_ID!;

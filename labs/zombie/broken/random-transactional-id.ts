@@ -1,9 +1,12 @@
-// expect-fail: no-duplicates
+// expect-fail: no-loss
 // One producer per input partition, but each gets a random transactional.id ("ids must be
 // unique") instead of one derived from the partition: the next owner of a partition cannot fence the
 // one before. A paused instance that wakes up commits the batch its successor already redid: the
 // output has it twice. (An instance killed mid-transaction also leaves that transaction open until
 // its timeout, kafkajs's 60 s, which the grader waits out, bounded, before it judges.)
+// On a cluster that grants ids by prefix that is the bug. This lab's attempt is granted exactly
+// the ids the lab gives it (LITERAL ACLs, nothing by prefix), so the broker refuses this one
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED): no transaction ever starts and nothing reaches the output.
 import { randomUUID } from 'node:crypto';
 import { Kafka, type EachBatchPayload, type KafkaMessage, type Producer } from 'kafkajs';
 
