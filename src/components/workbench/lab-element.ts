@@ -25,6 +25,11 @@ class KiqLabElement extends HTMLElement {
   get transcript(): string {
     return this.workbench?.transcript() ?? '';
   }
+
+  /** The lab terminal's rows as shown, each marked when xterm wrapped it from the row above (for tests). */
+  get terminalRows(): { text: string; wrapped: boolean }[] {
+    return this.workbench?.terminalRows() ?? [];
+  }
   private detached = false;
 
   connectedCallback() {

@@ -44,6 +44,8 @@ const WIDE_LAYOUT_PX = 896;
 export interface MountedWorkbench extends Disposable {
   /** The terminal's text (see TerminalView.transcript). */
   transcript(): string;
+  /** The terminal's rows as shown (see TerminalView.rows). */
+  terminalRows(): { text: string; wrapped: boolean }[];
   /** Moves the focus into the terminal (the page's skip link to it). */
   focusTerminal(): void;
 }
@@ -491,6 +493,7 @@ export function mountWorkbench(mountPoint: HTMLElement, payloadData: unknown): M
 
   return {
     transcript: () => terminal.transcript(),
+    terminalRows: () => terminal.rows(),
     focusTerminal: () => terminal.focus(),
     dispose() {
       try {

@@ -46,6 +46,11 @@ export interface TerminalView {
   focus(): void;
   /** Everything in the scrollback as plain text (colours dropped): for copying and for tests. */
   transcript(): string;
+  /**
+   * The scrollback's rows as shown (colours dropped); `wrapped` marks a row xterm continued from
+   * the row above because the line was wider than the terminal. For tests of the layout.
+   */
+  rows(): { text: string; wrapped: boolean }[];
   dispose(): void;
 }
 
@@ -132,6 +137,15 @@ export function createTerminalView(container: HTMLElement, options: { theme: The
         else lines.push(line.translateToString(true));
       }
       return lines.join('\n');
+    },
+    rows() {
+      const buffer = terminal.buffer.active;
+      const rows: { text: string; wrapped: boolean }[] = [];
+      for (let y = 0; y < buffer.length; y++) {
+        const line = buffer.getLine(y);
+        if (line) rows.push({ text: line.translateToString(true), wrapped: line.isWrapped });
+      }
+      return rows;
     },
     clear() {
       pending = [];
