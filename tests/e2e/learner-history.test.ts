@@ -109,14 +109,14 @@ describe('the learner keeps what the grader found', () => {
     await expect.poll(() => terminalText(page, 'single-stage')).toContain('Your last grade of this lab (attempt #1');
 
     // Diff: the attempt's program (-) against the editor's (+).
-    await wb.getByRole('button', { name: 'Compare with your current code the program of attempt #1' }).click();
+    await wb.getByRole('button', { name: 'Diff with your current code: the program of attempt #1' }).click();
     await wb.locator('.kiq-wb-diff').waitFor({ timeout: 15_000 });
     const diff = await wb.locator('.kiq-wb-diff').innerText();
     expect(diff).toContain('+// a different program');
     expect(diff).toMatch(/^-.*commitOffsets/m);
 
     // Load: the attempt's program goes back into the editor (and is saved as the learner's).
-    await wb.getByRole('button', { name: 'Load into the editor the program of attempt #1' }).click();
+    await wb.getByRole('button', { name: 'Load into the editor: the program of attempt #1' }).click();
     await expect.poll(() => page.evaluate(() => localStorage.getItem('kafkaiq:code:single-stage')), { timeout: 15_000 }).toBe(graded);
 
     // The terminal's history command does the same.
