@@ -357,7 +357,7 @@ export class BrokerProcess {
       { stdio: ['pipe', out, out] },
     );
     fs.closeSync(out);
-    child.on('error', () => {});
+    child.on('error', () => {}); // findJava checked the command; the JVM's own failures show as its exit (onNodeExit)
     this.stoppedOnPurpose.delete(node.nodeId);
     this.children.set(node.nodeId, child);
     child.once('exit', () => this.onNodeExit(node, child));

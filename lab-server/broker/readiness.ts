@@ -42,7 +42,7 @@ export async function waitUntilReady(cluster: StartingCluster): Promise<void> {
     await warmUpCoordinators(cluster);
   } finally {
     // Readiness is decided: a client that fails to close here has nothing to add to it.
-    await admin.disconnect().catch(() => {});
+    await admin.disconnect().catch(() => {}); // as the producer's, above
   }
 }
 

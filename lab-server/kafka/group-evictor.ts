@@ -61,7 +61,7 @@ export class GroupEvictor {
     });
     // Each LeaveGroup above is best effort and logs its own failure; the tail only keeps them in order.
     this.tail = run.catch(() => undefined);
-    return Promise.race([run.catch(() => undefined), sleep(timeoutMs, undefined, { ref: false })]);
+    return Promise.race([run.catch(() => undefined /* logged per LeaveGroup, as above */), sleep(timeoutMs, undefined, { ref: false })]);
   }
 
   private async client(): Promise<any> {

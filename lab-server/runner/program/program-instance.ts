@@ -215,7 +215,8 @@ function watchGroup(pgid: number): void {
   watchdog.unref();
 }
 
-function commandLine(source: ProgramSource, limits: InstanceLimits): string[] {
+/** The command line of a program run without the sandbox (a learner's own machine): the permission model and the module gate. */
+export function commandLine(source: ProgramSource, limits: InstanceLimits): string[] {
   const guard: string[] = [];
   if (linuxTools && linuxTools.setpriv) guard.push('setpriv', '--pdeathsig', 'KILL', '--');
   if (linuxTools && linuxTools.prlimit) guard.push('prlimit', `--cpu=${limits.cpuSeconds}`, '--');
