@@ -63,7 +63,7 @@ function fakeAttempt(options: { lab?: PipelineLab; control?: boolean; nodes?: nu
   const driver = new FakeDriver();
   const startSlot = (n: number): Slot => {
     const previous = slots.get(n);
-    const slot: Slot = { slot: n, current: new FakeProcess(`i${n}`, (previous?.incarnation ?? 0) + 1), incarnation: (previous?.incarnation ?? 0) + 1, txnOpen: false, restartsInARow: 0 };
+    const slot: Slot = { slot: n, current: new FakeProcess(`i${n}`, (previous?.incarnation ?? 0) + 1), incarnation: (previous?.incarnation ?? 0) + 1, txnOpen: false, callInFlight: null, restartsInARow: 0 };
     slots.set(n, slot);
     return slot;
   };

@@ -65,7 +65,7 @@ describe('program drivers', () => {
   it('the instrumented driver arms the crash point over IPC and resolves with the hit', async () => {
     const { ctx, waves } = context(true); // the broker confirms the open transaction
     const process = new FakeProcess('i1', 1);
-    const slot: Slot = { slot: 1, current: process, incarnation: 1, txnOpen: false, restartsInARow: 0 };
+    const slot: Slot = { slot: 1, current: process, incarnation: 1, txnOpen: false, callInFlight: null, restartsInARow: 0 };
     const armed = instrumented.armAndWrite(ctx, slot, fault, 'kill', [{ records: [], commit: true }]);
     await new Promise((r) => setImmediate(r));
     expect(process.sent[0]).toEqual({ t: 'arm', point: 'after:send', action: 'kill', occurrence: 1 });
@@ -81,7 +81,7 @@ describe('program drivers', () => {
     for (const brokerSays of [false, null]) {
       const { ctx } = context(brokerSays);
       const process = new FakeProcess('i1', 1);
-      const slot: Slot = { slot: 1, current: process, incarnation: 1, txnOpen: false, restartsInARow: 0 };
+      const slot: Slot = { slot: 1, current: process, incarnation: 1, txnOpen: false, callInFlight: null, restartsInARow: 0 };
       const armed = instrumented.armAndWrite(ctx, slot, fault, 'kill', [{ records: [], commit: true }]);
       await new Promise((r) => setImmediate(r));
       process.report({ t: 'hit', point: 'after:send', action: 'kill', txnOpen: true });
@@ -92,7 +92,7 @@ describe('program drivers', () => {
   it('the opaque driver arms nothing: it writes the wave and asks the broker whether a transaction is open', async () => {
     const { ctx, waves } = context(true);
     const process = new FakeProcess('i1', 1);
-    const slot: Slot = { slot: 1, current: process, incarnation: 1, txnOpen: false, restartsInARow: 0 };
+    const slot: Slot = { slot: 1, current: process, incarnation: 1, txnOpen: false, callInFlight: null, restartsInARow: 0 };
     const { event } = await opaque.armAndWrite(ctx, slot, fault, 'kill', [{ records: [], commit: true }]);
     expect(event).toBeNull();
     expect(process.sent).toEqual([]);

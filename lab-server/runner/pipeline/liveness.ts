@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { PipelineLab } from '../../../src/shared/lab.ts';
 import type { FaultKind } from '../../../src/shared/report.ts';
 import type { MaintenanceLock } from '../../broker/maintenance.ts';
-import type { Supervisor } from '../program/supervisor.ts';
+import type { Slot, Supervisor } from '../program/supervisor.ts';
 import type { PipelineProgress } from './progress.ts';
 import { StallWatch } from './stall-watch.ts';
 
@@ -26,6 +26,10 @@ const STUCK_AGAIN_MS = 3_000;
 const OPAQUE_START_MS = 20_000;
 /** An open output transaction whose LSO has not moved for this long is taken as pinned (see holdReason). */
 const LSO_PINNED_MS = 2_000;
+/** How long an instance between calls may hold a transaction at the end before it counts as held. */
+const HELD_GRACE_MS = 3_000;
+/** How long an instance inside a client call may (a retried commit on a loaded machine takes seconds). */
+const IN_CALL_GRACE_MS = 15_000;
 /** Faults that do not make the group rebalance or the program restart: they hold nothing. */
 const HOLDS_NOTHING = new Set<FaultKind>(['send-error']);
 
@@ -169,15 +173,20 @@ export class PipelineLiveness {
 
   /**
    * Live instances that still hold a transaction open once the work is over (our wrapper says so):
-   * a transaction the program itself never ends. A moment's grace for one that is just committing.
+   * a transaction the program itself never ends. Held means held the whole time: a program still
+   * at work (the time limit may have come mid-batch) commits within the window and drops out; one
+   * that never ends its transaction stays.
    */
   async transactionsHeldAtEnd(): Promise<string[]> {
     const holding = () => [...this.src.supervisor.slots.values()].filter((s) => s.current.alive && s.txnOpen);
-    // Held means held the whole time: a program still at work (the time limit may have come mid-
-    // batch) commits within the window and drops out; one that never ends its transaction stays.
     let held = new Set(holding());
-    const until = Date.now() + 3_000;
-    while (held.size && Date.now() < until) {
+    // Three seconds for one that sits between calls; an instance inside a client call (a commit
+    // or a send its client is still retrying, slow on a loaded machine or while the group
+    // rebalances) is ending its transaction, not holding it: it gets until the call returns,
+    // bounded. A call that never returns holds the transaction all the same, and is named.
+    const start = Date.now();
+    const waitedEnough = (s: Slot) => Date.now() - start >= (s.callInFlight ? IN_CALL_GRACE_MS : HELD_GRACE_MS);
+    while ([...held].some((s) => !waitedEnough(s))) {
       await sleep(100);
       const now = new Set(holding());
       held = new Set([...held].filter((s) => now.has(s)));
@@ -187,6 +196,10 @@ export class PipelineLiveness {
     // batch blocks nobody (and the program's own word is not proof: the broker must show it).
     if (!holdingThroughout().length || (await this.src.brokerSaysTransactionOpen()) !== true) return [];
     const at = (this.src.attempt.elapsed() / 1000).toFixed(1);
-    return holdingThroughout().map((s) => `${s.current.id} still holds a transaction open after the work was done (+${at} s): it never commits or aborts it`);
+    return holdingThroughout().map((s) =>
+      s.callInFlight
+        ? `${s.current.id} still holds a transaction open after the work was done (+${at} s): its ${s.callInFlight} call has not returned in ${IN_CALL_GRACE_MS / 1000} s`
+        : `${s.current.id} still holds a transaction open after the work was done (+${at} s): it never commits or aborts it`,
+    );
   }
 }

@@ -30,7 +30,10 @@ export function pipelineSupervisor(scenario: Pick<PipelineState, 'attempt' | 'st
       },
       event: (slot, instance, event) => {
         if (event.t === 'member') return;
-        if (instance === slot.current) slot.txnOpen = event.txnOpen;
+        if (instance === slot.current) {
+          slot.txnOpen = event.txnOpen;
+          slot.callInFlight = (event.t === 'call' || event.t === 'hit') && event.point.startsWith('before:') ? event.point.slice('before:'.length) : null;
+        }
         if (event.t === 'call' || event.t === 'hit') scenario.reachedPoints.add(event.point);
         scenario.stallWatch.noteEvent(instance.id, event);
         // A commit is work getting done even when the group's offsets have not moved yet (a slow

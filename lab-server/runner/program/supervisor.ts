@@ -13,6 +13,8 @@ export interface Slot {
   current: ProgramProcess;
   incarnation: number;
   txnOpen: boolean;
+  /** The instrumented call the current instance is inside (a before: point reported, no after: or failure yet), if any. */
+  callInFlight: string | null;
   restartsInARow: number;
 }
 
@@ -108,7 +110,7 @@ export class Supervisor {
     const incarnation = (previous?.incarnation ?? 0) + 1;
     const id = this.hooks.instanceId?.(slotNumber) ?? `i${slotNumber}`;
     const instance = new ProgramInstance(id, incarnation, this.source(), this.hooks.env(slotNumber));
-    const slot: Slot = { slot: slotNumber, current: instance, incarnation, txnOpen: false, restartsInARow: previous?.restartsInARow ?? 0 };
+    const slot: Slot = { slot: slotNumber, current: instance, incarnation, txnOpen: false, callInFlight: null, restartsInARow: previous?.restartsInARow ?? 0 };
     this.slots.set(slotNumber, slot);
     if (previous) this.restarts++;
     this.hooks.started?.(slot, !!previous);
