@@ -8,7 +8,9 @@
  *    terminal holds the same words as the report's unwrapped text (src/shared/format-report.ts),
  *    so no word is split across two rows;
  *  - Expand makes the lab wider than the prose column (side by side), and the same button
- *    (then "Collapse") brings it back.
+ *    (then "Collapse") brings it back;
+ *  - when the window narrows, the terminal narrows and the report is laid out again for it: its
+ *    words stay whole (xterm alone would re-wrap it at any character).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -109,18 +111,27 @@ describe('the lab in the lesson column at 1400x900', () => {
     const words = unwrapped.join(' ').split(/\s+/).filter(Boolean);
 
     const rows = () => lab(page).evaluate((el) => (el as HTMLElement & { terminalRows: Row[] }).terminalRows);
+    const isHeading = (r: Row) => r.text.startsWith(`FAIL  ${LAB_ID} (quick)`);
+    /** The words of the terminal's rows from the report's heading on, as many as the report has. */
+    const reportTokens = (all: Row[]) =>
+      all
+        .slice(all.map(isHeading).lastIndexOf(true))
+        .flatMap((r) => r.text.split(/\s+/).filter(Boolean))
+        .slice(0, words.length);
     // The report is written in the next animation frame after the verdict shows.
-    await expect.poll(async () => (await rows()).some((r) => r.text.startsWith(`FAIL  ${LAB_ID} (quick)`)), { timeout: 10_000 }).toBe(true);
+    await expect.poll(async () => (await rows()).some(isHeading), { timeout: 10_000 }).toBe(true);
     const all = await rows();
-    const start = all.map((r) => r.text.startsWith(`FAIL  ${LAB_ID} (quick)`)).lastIndexOf(true);
-    const tokens = all.slice(start).flatMap((r) => r.text.split(/\s+/).filter(Boolean));
+    const start = all.map(isHeading).lastIndexOf(true);
+    const tokens = reportTokens(all);
     const reportRows = all.slice(start, start + unwrapped.length * 3);
     const shown = reportRows.map((r) => `${r.wrapped ? '~' : '|'} ${r.text}`).join('\n');
     // The test means something only if the report needed wrapping at this width.
     const longestRow = Math.max(...all.map((r) => r.text.length));
     expect(Math.max(...unwrapped.map((l) => l.length)), `the report has lines wider than the terminal:\n${shown}`).toBeGreaterThan(longestRow);
     // A word split across rows ("o" / "utput") shows up as two tokens where the report has one.
-    expect(tokens.slice(0, words.length), `the terminal's rows keep the report's words whole:\n${shown}`).toEqual(words);
+    expect(tokens, `the terminal's rows keep the report's words whole:\n${shown}`).toEqual(words);
+    const terminalWidth = async () => (await workbench(page).locator('.xterm-screen').boundingBox({ timeout: 1_000 }))?.width ?? 0;
+    const columnWidth = await terminalWidth();
     await lab(page).locator('.xterm').scrollIntoViewIfNeeded();
     await page.screenshot({ path: path.join(SHOTS, 'lab-width-report.png'), fullPage: false });
 
@@ -137,6 +148,8 @@ describe('the lab in the lesson column at 1400x900', () => {
     expect(await collapse.getAttribute('aria-pressed')).toBe('true');
     await expect.poll(async () => (await dialog.locator('.kiq-wb').boundingBox())?.width ?? 0, { timeout: 5_000 }).toBeGreaterThan(proseWidth * 1.5);
     await expect.poll(() => dialog.locator('.kiq-wb').getAttribute('data-layout'), { timeout: 5_000 }).toBe('wide');
+    // Whatever width the terminal has in this layout, the report's words stay whole in it.
+    await expect.poll(async () => reportTokens(await rows()), { timeout: 5_000, message: "expanded: the report's words stay whole" }).toEqual(words);
     await page.screenshot({ path: path.join(SHOTS, 'lab-width-expanded.png'), fullPage: false });
     await collapse.click();
     await expect.poll(() => page.locator('dialog.kiq-wb-dialog').count(), { timeout: 5_000 }).toBe(0);
@@ -144,6 +157,13 @@ describe('the lab in the lesson column at 1400x900', () => {
     expect(await back.getAttribute('aria-pressed')).toBe('false');
     expect(await lab(page).locator('.kiq-wb').count(), 'the workbench is back in the lesson').toBe(1);
     await expect.poll(async () => Math.abs(((await lab(page).locator('.kiq-wb').boundingBox())?.width ?? 0) - before), { timeout: 5_000 }).toBeLessThanOrEqual(2);
+    await expect.poll(terminalWidth, { timeout: 5_000 }).toBe(columnWidth);
+    await expect.poll(async () => reportTokens(await rows()), { timeout: 5_000, message: 'collapsed again: the report is laid out for the column' }).toEqual(words);
+    // A narrower window narrows the terminal: xterm alone would re-wrap the report at any
+    // character; it is laid out again for the new width, every word whole.
+    await page.setViewportSize({ width: 1000, height: 900 });
+    await expect.poll(terminalWidth, { timeout: 5_000 }).toBeLessThan(columnWidth - 50);
+    await expect.poll(async () => reportTokens(await rows()), { timeout: 5_000, message: 'narrowed: the report is laid out for the narrower terminal' }).toEqual(words);
     expect(browser.pageErrors).toEqual([]);
     await page.close();
   }, 300_000);

@@ -266,7 +266,7 @@ export function mountWorkbench(mountPoint: HTMLElement, payloadData: unknown): M
         activity = 'idle';
         lastPhase = '';
         progress.hide();
-        terminal.print(formatReport(message.report, terminal.columns()));
+        terminal.printFitted((columns) => formatReport(message.report, columns));
         report.show(message.report);
         reportShown = true;
         announce(verdictSentence(message.report));
@@ -397,7 +397,7 @@ export function mountWorkbench(mountPoint: HTMLElement, payloadData: unknown): M
       case 'restore':
       case 'show':
         terminal.print([ansi.dim(action === 'restore' ? `Your last grade of this lab (attempt #${summary.n}, ${when}), from your history:` : `Attempt #${summary.n} (${when}), from your history:`)]);
-        terminal.print(formatReport(found.report, terminal.columns()));
+        terminal.printFitted((columns) => formatReport(found.report, columns));
         report.show(found.report);
         if (action === 'show') announce(`Attempt ${summary.n} reopened. ${verdictSentence(found.report)}`);
         return;

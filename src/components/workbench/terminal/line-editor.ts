@@ -10,6 +10,9 @@
 const PROMPT = '\x1b[1;36mkafkaiq\x1b[0m \x1b[2m›\x1b[0m ';
 const PROMPT_WIDTH = 'kafkaiq › '.length;
 const HISTORY_LIMIT = 200;
+
+/** A submitted command as the terminal shows it: the prompt, then the line. */
+export const promptLine = (line: string): string => `${PROMPT}${line}`;
 /**
  * One key each: a whole escape sequence, a control character, or a run of printable text (a
  * paste). A sequence is taken whole, so the parts of one that is not a key never become typed

@@ -6,7 +6,7 @@ import { Terminal, type ITheme } from '@xterm/xterm';
 import { FitAddon } from '@xterm/addon-fit';
 import type { ThemeName } from '../theme.ts';
 import { ansi } from './ansi.ts';
-import { LineEditor } from './line-editor.ts';
+import { LineEditor, promptLine } from './line-editor.ts';
 import { outputLine, screenText } from './screen-text.ts';
 
 const THEMES: Record<ThemeName, ITheme> = {
@@ -30,6 +30,15 @@ const THEMES: Record<ThemeName, ITheme> = {
 };
 
 const PENDING_LIMIT = 5_000;
+const SCROLLBACK = 5_000;
+/** Resizes come in bursts (the Expand dialog opening, a window dragged): lay out once they settle. */
+const RELAYOUT_DELAY_MS = 150;
+
+/** What the terminal has shown, kept to lay it out again at a new width: lines as printed, or a fitted text and its layout. */
+interface Shown {
+  lines: string[];
+  render?: (columns: number) => string[];
+}
 
 export interface TerminalView {
   /** A line of program output. */
@@ -39,9 +48,12 @@ export interface TerminalView {
    * nothing else: any other control character is shown escaped (keepOnlyColours).
    */
   print(lines: readonly string[]): void;
+  /**
+   * Text laid out for a width (the report, wrapped between words): laid out again whenever the
+   * terminal's width changes, so no word is ever split across rows by xterm's own re-wrapping.
+   */
+  printFitted(render: (columns: number) => string[]): void;
   clear(): void;
-  /** Its width in character columns, for text that wraps itself (the report). */
-  columns(): number;
   setTheme(theme: ThemeName): void;
   focus(): void;
   /** Everything in the scrollback as plain text (colours dropped): for copying and for tests. */
@@ -59,7 +71,7 @@ export function createTerminalView(container: HTMLElement, options: { theme: The
     theme: THEMES[options.theme],
     fontFamily: 'ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono", monospace',
     fontSize: 13,
-    scrollback: 5_000,
+    scrollback: SCROLLBACK,
     convertEol: false,
     cursorBlink: true,
     // xterm's default ANSI colours (red, blue, magenta on the dark background) fall below 4.5:1:
@@ -73,15 +85,28 @@ export function createTerminalView(container: HTMLElement, options: { theme: The
   terminal.open(container);
   terminal.textarea?.setAttribute('aria-label', options.label);
 
-  const editor = new LineEditor((data) => terminal.write(data), options.onCommand);
+  // Everything shown since the last clear, newest last, bounded like the scrollback.
+  let shown: Shown[] = [];
+  let shownLines = 0;
+  const remember = (entry: Shown) => {
+    shown.push(entry);
+    shownLines += entry.lines.length;
+    while (shownLines > SCROLLBACK && shown.length > 1) shownLines -= shown.shift()!.lines.length;
+  };
+  const editor = new LineEditor(
+    (data) => terminal.write(data),
+    (line) => {
+      remember({ lines: [screenText(promptLine(line))] });
+      options.onCommand(line);
+    },
+  );
   const input = terminal.onData((data) => editor.input(data));
   terminal.attachCustomKeyEventHandler((event) => {
     // Tab leaves the terminal (keyboard users must not be trapped; there is no completion).
     if (event.key === 'Tab') return false;
     // Ctrl-L clears, as in a shell; everything else goes to xterm.
     if (event.type === 'keydown' && event.ctrlKey && event.key === 'l') {
-      terminal.clear();
-      editor.reset();
+      clearAll();
       return false;
     }
     return true;
@@ -94,6 +119,31 @@ export function createTerminalView(container: HTMLElement, options: { theme: The
   const resize = new ResizeObserver(() => refit());
   resize.observe(container);
   refit();
+
+  // xterm re-wraps at any character when the width shrinks: text laid out for the old width would
+  // split words. Once the width settles, everything shown is written again, each fitted text laid
+  // out for the new width (program output is unchanged; xterm wraps it as before).
+  let relayoutTimer: ReturnType<typeof setTimeout> | undefined;
+  let laidOutFor = terminal.cols;
+  const relayout = () => {
+    relayoutTimer = undefined;
+    if (terminal.cols === laidOutFor) return;
+    laidOutFor = terminal.cols;
+    if (!shown.some((entry) => entry.render)) return;
+    // Lines still waiting for the next frame are in `shown` too: they are written with the rest.
+    cancelAnimationFrame(frame);
+    frame = 0;
+    pending = [];
+    skipped = 0;
+    for (const entry of shown) if (entry.render) entry.lines = entry.render(terminal.cols).map(screenText);
+    shownLines = shown.reduce((n, entry) => n + entry.lines.length, 0);
+    terminal.clear();
+    editor.printAbove(shown.flatMap((entry) => entry.lines));
+  };
+  const resized = terminal.onResize(() => {
+    clearTimeout(relayoutTimer);
+    relayoutTimer = setTimeout(relayout, RELAYOUT_DELAY_MS);
+  });
 
   terminal.writeln(ansi.dim('Program output appears here. Type help for commands.'));
   editor.start();
@@ -112,8 +162,10 @@ export function createTerminalView(container: HTMLElement, options: { theme: The
   };
   // The one way text reaches xterm besides the command line's echo: only the workbench's colours
   // pass, so no escape sequence can move the cursor, retitle, set the clipboard or make xterm reply.
-  const queue = (lines: readonly string[]) => {
-    pending.push(...lines.map(screenText));
+  const queue = (lines: readonly string[], render?: Shown['render']) => {
+    const safe = lines.map(screenText);
+    remember({ lines: safe, render });
+    pending.push(...safe);
     if (pending.length > PENDING_LIMIT) {
       skipped += pending.length - PENDING_LIMIT;
       pending = pending.slice(-PENDING_LIMIT);
@@ -121,11 +173,23 @@ export function createTerminalView(container: HTMLElement, options: { theme: The
     frame ||= requestAnimationFrame(flush);
   };
 
+  function clearAll() {
+    pending = [];
+    skipped = 0;
+    shown = [];
+    shownLines = 0;
+    terminal.clear();
+    editor.reset();
+  }
+
   return {
     output(instance, stream, line) {
       queue([outputLine(instance, stream, line)]);
     },
-    print: queue,
+    print: (lines) => queue(lines),
+    printFitted(render) {
+      queue(render(terminal.cols), render);
+    },
     transcript() {
       const buffer = terminal.buffer.active;
       const lines: string[] = [];
@@ -147,19 +211,15 @@ export function createTerminalView(container: HTMLElement, options: { theme: The
       }
       return rows;
     },
-    clear() {
-      pending = [];
-      skipped = 0;
-      terminal.clear();
-      editor.reset();
-    },
-    columns: () => terminal.cols,
+    clear: () => clearAll(),
     setTheme(theme) {
       terminal.options.theme = THEMES[theme];
     },
     focus: () => terminal.focus(),
     dispose() {
       cancelAnimationFrame(frame);
+      clearTimeout(relayoutTimer);
+      resized.dispose();
       resize.disconnect();
       input.dispose();
       terminal.dispose();
