@@ -98,7 +98,12 @@ function saveReport(row: Row, seed: number, report: GradeReport, tail: string[],
 }
 
 /** The file a fixture's program lives in (solution, starter, broken/x), for a replay command; null for --cmd. */
-const programFile = (f: Fixture) => (f.input.kind === 'command' ? null : `labs/${f.lab}/${f.program}.ts`);
+const programFile = (f: Fixture) => {
+  if (f.input.kind === 'command') return null;
+  const ts = `labs/${f.lab}/${f.program}.ts`;
+  // A broken variant declared as a mistake made to its solution (src/shared/mistake.ts).
+  return fs.existsSync(ts) ? ts : `labs/${f.lab}/${f.program}.diff`;
+};
 const queue = [...jobs];
 await Promise.all(
   Array.from({ length: parallel }, async () => {

@@ -7,18 +7,16 @@
  * only, never showing the duplicates. Now: keeps-up records the stall, the grader restarts the
  * stuck instance as a liveness probe would, and the kill at after:commit lands and exposes them.
  */
-import fs from 'node:fs';
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ROOT_DIR } from '../lab-server/core/paths.ts';
 import { gradeProgram } from '../lab-server/runner/check-labs.ts';
 import { useGradingCluster } from './support/kafka.ts';
+import { brokenProgram } from './support/broken-program.ts';
 
 const cluster = useGradingCluster();
 
 describe('a program stuck after a failed send', () => {
   it('is restarted once keeps-up has its stall, so the owed kill at after:commit still exposes its duplicates', async () => {
-    const code = fs.readFileSync(path.join(ROOT_DIR, 'labs/single-stage/broken/offsets-after-commit-no-abort.ts'), 'utf8');
+    const code = brokenProgram('single-stage', 'offsets-after-commit-no-abort');
     const report = await gradeProgram(cluster(), 'single-stage', { kind: 'code', code }, { quick: true, seed: 1006 });
     const failed = report.checks.filter((c) => !c.passed).map((c) => c.name);
     const why = `${report.message}\n${JSON.stringify(report.faults)}`;

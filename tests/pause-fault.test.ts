@@ -11,6 +11,7 @@ import { ROOT_DIR } from '../lab-server/core/paths.ts';
 import { gradeProgram } from '../lab-server/runner/check-labs.ts';
 import type { ProgramInput } from '../lab-server/runner/types.ts';
 import { useGradingCluster } from './support/kafka.ts';
+import { brokenProgram } from './support/broken-program.ts';
 
 const cluster = useGradingCluster();
 
@@ -18,7 +19,7 @@ const program = (file: string): ProgramInput => ({ kind: 'code', code: fs.readFi
 
 describe('pause fault', () => {
   it('freezes an instance mid-transaction without a replacement, then resumes it: a per-instance id commits the zombie batch', async () => {
-    const report = await gradeProgram(cluster(), 'zombie', program('broken/per-instance-id.ts'), { quick: true, seed: 3 });
+    const report = await gradeProgram(cluster(), 'zombie', { kind: 'code', code: brokenProgram('zombie', 'per-instance-id') }, { quick: true, seed: 3 });
     const pause = report.faults.find((f) => f.kind === 'pause');
     expect(pause, JSON.stringify(report.faults)).toBeDefined();
     expect(pause!.inTransaction).toBe(true);

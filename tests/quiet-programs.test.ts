@@ -12,6 +12,7 @@ import { loadLab } from '../lab-server/labs/load-lab.ts';
 import { createAttempt } from '../lab-server/runner/attempt.ts';
 import type { SessionListener } from '../lab-server/runner/contract.ts';
 import { namespace } from './security/tenancy-support.ts';
+import { brokenProgram } from './support/broken-program.ts';
 
 const brokers = inject('brokers');
 
@@ -83,7 +84,7 @@ describe('a correct program, as the learner sees it', () => {
 
   it('db-sink: a row written twice is placed after the fault that came before the repeat', async () => {
     const lab = await loadLab('db-sink');
-    const code = fs.readFileSync(path.join(LABS_DIR, 'db-sink', 'broken', 'plain-insert.ts'), 'utf8');
+    const code = brokenProgram('db-sink', 'plain-insert');
     const attempt = createAttempt({ lab, program: { kind: 'code', code }, brokers, control: null, namespace: namespace('dbdup'), mode: 'quick', seed: 1001, listener: collecting([]) });
     const report = await attempt.grade();
     await attempt.deleteTopics();

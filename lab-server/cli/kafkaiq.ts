@@ -9,6 +9,7 @@ import { ClusterPool } from '../broker/cluster-pool.ts';
 import { describeError, KafkaIqError } from '../../src/shared/errors.ts';
 import { listLabIds, loadLab } from '../labs/load-lab.ts';
 import { scaffoldLab } from '../labs/scaffold.ts';
+import { showFixture } from '../labs/show-fixture.ts';
 import type { ProgramInput } from '../runner/types.ts';
 import { formatReport } from '../../src/shared/format-report.ts';
 import type { SessionListener } from '../runner/contract.ts';
@@ -27,12 +28,15 @@ import { jsonForTerminal, keepOnlyColours, showControlCharacters } from '../../s
 const say = (text: string) => console.log(keepOnlyColours(text, { keepNewlines: true }));
 
 const USAGE = `Usage:
-  kafkaiq grade <lab> <file.ts | --cmd "command"> [--seed N] [--quick] [--json] [--verbose]
+  kafkaiq grade <lab> <file.ts | broken/<name>.diff | --cmd "command"> [--seed N] [--quick] [--json] [--verbose]
   kafkaiq check [<lab>...] [--quick] [--parallel N]
                                           grade every lab's solution, starter, broken variants and command fixtures,
-                                          after checking that a fixture fails each of a lab's checks (coverage)
+                                          after checking that a fixture fails each of a lab's checks (coverage);
+                                          --parallel: grades at once (default 3)
   kafkaiq check --watch <lab> [--quick]   grade again, on every save, the fixtures of labs/<lab>/ that changed
   kafkaiq new <id>                        scaffold labs/<id>
+  kafkaiq show <lab> <fixture>            a fixture's program as graded (solution, starter, broken/<name>), and a
+                                          broken variant's difference from its solution
   kafkaiq labs [<lab>...]                 each lab's faults, checks (and which fixture fails each), limits, clients`;
 
 function consoleListener(verbose: boolean, json: boolean): SessionListener {
@@ -72,6 +76,13 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'labs') {
     const ids = rest.length ? rest : listLabIds();
     for (const id of ids) console.log(`${formatLabFacts(await loadLabFacts(id))}\n`);
+    return 0;
+  }
+  if (command === 'show') {
+    if (rest.length !== 2) throw new KafkaIqError('INVALID_INPUT', `show needs a lab and a fixture: kafkaiq show <lab> broken/<name>\n${USAGE}`);
+    const shown = await showFixture(rest[0]!, rest[1]!);
+    say(`// ${shown.about}\n${shown.program}`);
+    if (shown.diff) say(`\n${shown.diff}`);
     return 0;
   }
   if (command === 'new') {
@@ -125,7 +136,10 @@ async function main(argv: string[]): Promise<number> {
     if (values.cmd) program = { kind: 'command', command: values.cmd };
     else {
       if (!fs.existsSync(file!)) throw new KafkaIqError('INVALID_INPUT', `No such file: ${file}`);
-      program = { kind: 'code', code: fs.readFileSync(file!, 'utf8') };
+      // A broken variant declared as a mistake (broken/<name>.diff) is graded as its solution with the mistake applied.
+      const mistake = file!.endsWith('.diff') ? lab.broken.find((b) => path.resolve(b.file) === path.resolve(file!)) : undefined;
+      if (file!.endsWith('.diff') && !mistake) throw new KafkaIqError('INVALID_INPUT', `${file} is not a broken variant of ${labId}: grade a program, or a labs/${labId}/broken/<name>.diff`);
+      program = { kind: 'code', code: mistake ? mistake.source : fs.readFileSync(file!, 'utf8') };
     }
     const seed = values.seed === undefined ? undefined : Number(values.seed);
     if (seed !== undefined && !Number.isInteger(seed)) throw new KafkaIqError('INVALID_INPUT', `--seed must be an integer, got "${values.seed}"`);

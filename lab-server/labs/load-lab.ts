@@ -7,13 +7,19 @@ import { KafkaIqError } from '../../src/shared/errors.ts';
 import { LABS_DIR } from '../core/paths.ts';
 import { CHECK_NAMES, type CheckName } from '../../src/shared/report.ts';
 import { parseExpectFail } from '../../src/shared/lab-coverage.ts';
+import { applyMistake, parseMistake } from '../../src/shared/mistake.ts';
 import { clientFile, KAFKA_CLIENTS, type KafkaClient } from '../../src/shared/clients.ts';
 import { apiLabProblems } from './api-rules.ts';
 import { learnerNames } from '../kafka/attempt-names.ts';
 
 export interface BrokenVariant {
   name: string;
+  /** Where it is declared: broken/<name>.diff (a mistake made to a solution) or broken/<name>.ts (a whole program). */
   file: string;
+  /** The program as graded: a whole-file variant's text, or the solution with the mistake applied (src/shared/mistake.ts). */
+  source: string;
+  /** For a mistake: the solution file it changes (solution.ts or solution.<client>.ts). */
+  base: string | null;
   /** The check this variant must fail, from its first line `// expect-fail: <check>`. */
   expectFail: CheckName;
 }
@@ -88,24 +94,7 @@ async function readLab(id: string): Promise<LoadedLab> {
     if (!fs.existsSync(file)) throw new KafkaIqError('LAB_INVALID', `Lab "${id}" has no ${name}: add labs/${id}/${name}.`);
     return file;
   };
-  const brokenDir = path.join(dir, 'broken');
-  const broken = fs.existsSync(brokenDir)
-    ? fs
-        .readdirSync(brokenDir)
-        .filter((f) => f.endsWith('.ts'))
-        .sort()
-        .map((f) => {
-          const file = path.join(brokenDir, f);
-          const expectFail = parseExpectFail(fs.readFileSync(file, 'utf8'));
-          if (!expectFail) {
-            throw new KafkaIqError(
-              'LAB_INVALID',
-              `labs/${id}/broken/${f} must start with '// expect-fail: <check>' naming one of: ${CHECK_NAMES.join(', ')}.`,
-            );
-          }
-          return { name: f.replace(/\.ts$/, ''), file, expectFail };
-        })
-    : [];
+  const broken = loadBrokenVariants(id, dir);
   return {
     id,
     dir,
@@ -116,6 +105,35 @@ async function readLab(id: string): Promise<LoadedLab> {
     hints: fs.readFileSync(required('hints.md'), 'utf8'),
     clients: otherClients(id, dir),
   };
+}
+
+/**
+ * The lab's broken variants, each as graded: `broken/<name>.diff` is its solution plus one named
+ * mistake, materialised here (an anchor that no longer matches is a load error naming it);
+ * `broken/<name>.ts` is a whole program, for a mistake that is really a rewrite.
+ */
+export function loadBrokenVariants(id: string, dir: string): BrokenVariant[] {
+  const brokenDir = path.join(dir, 'broken');
+  if (!fs.existsSync(brokenDir)) return [];
+  const files = fs.readdirSync(brokenDir).filter((f) => f.endsWith('.ts') || f.endsWith('.diff'));
+  const names = files.map((f) => f.replace(/\.(ts|diff)$/, ''));
+  const twice = names.find((n, k) => names.indexOf(n) !== k);
+  if (twice) throw new KafkaIqError('LAB_INVALID', `labs/${id}/broken/ has both ${twice}.ts and ${twice}.diff: keep one.`);
+  return files.sort().map((f) => {
+    const file = path.join(brokenDir, f);
+    const where = `labs/${id}/broken/${f}`;
+    const text = fs.readFileSync(file, 'utf8');
+    const expectFail = parseExpectFail(text);
+    if (!expectFail) {
+      throw new KafkaIqError('LAB_INVALID', `${where} must start with '// expect-fail: <check>' naming one of: ${CHECK_NAMES.join(', ')}.`);
+    }
+    const name = f.replace(/\.(ts|diff)$/, '');
+    if (f.endsWith('.ts')) return { name, file, source: text, base: null, expectFail };
+    const mistake = parseMistake(text, where);
+    const solution = path.join(dir, mistake.base);
+    if (!fs.existsSync(solution)) throw new KafkaIqError('LAB_INVALID', `${where}: '--- ${mistake.base}': labs/${id} has no ${mistake.base}.`);
+    return { name, file, source: applyMistake(mistake, fs.readFileSync(solution, 'utf8'), where), base: mistake.base, expectFail };
+  });
 }
 
 function otherClients(id: string, dir: string): LoadedLab['clients'] {

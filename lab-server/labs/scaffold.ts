@@ -3,6 +3,7 @@ import path from 'node:path';
 import { labIdSchema } from '../../src/shared/lab.ts';
 import { parseWithFriendlyErrors } from '../../src/shared/validate.ts';
 import { KafkaIqError } from '../../src/shared/errors.ts';
+import { parseMistake } from '../../src/shared/mistake.ts';
 import { LABS_DIR, ROOT_DIR } from '../core/paths.ts';
 
 const TEMPLATE_DIR = path.join(ROOT_DIR, 'lab-server/labs/template');
@@ -21,8 +22,12 @@ export function scaffoldLab(id: string): string {
   if (fs.existsSync(dir)) throw new KafkaIqError('INVALID_INPUT', `labs/${id} already exists: pick another id or edit it.`);
   fs.mkdirSync(path.join(dir, 'broken'), { recursive: true });
   fs.copyFileSync(path.join(TEMPLATE_DIR, 'lab.ts'), path.join(dir, 'lab.ts'));
-  // Every broken variant of copy: together they fail each of its checks (the coverage rule).
-  const broken = fs.readdirSync(path.join(STARTING_POINT, 'broken')).filter((f) => f.endsWith('.ts'));
+  // Every broken variant of copy: together they fail each of its checks (the coverage rule). A
+  // mistake (.diff) follows the new lab's solution.ts when the author changes it; one made to
+  // another client's solution is left out, as that solution is.
+  const broken = fs
+    .readdirSync(path.join(STARTING_POINT, 'broken'))
+    .filter((f) => f.endsWith('.ts') || (f.endsWith('.diff') && parseMistake(fs.readFileSync(path.join(STARTING_POINT, 'broken', f), 'utf8'), `labs/copy/broken/${f}`).base === 'solution.ts'));
   for (const file of [...COPIED, ...broken.map((f) => `broken/${f}`)]) fs.copyFileSync(path.join(STARTING_POINT, file), path.join(dir, file));
   return dir;
 }

@@ -25,10 +25,12 @@ export function watchTargetOf(file: string): WatchTarget {
   const parts = file.split(/[\\/]/).filter(Boolean);
   const name = parts[parts.length - 1] ?? '';
   // Editors save through temporary files (vim's 4913, .swp, foo.ts~, .#foo.ts): not fixtures.
-  if (!name.endsWith('.ts') || name.startsWith('.')) return { kind: 'none' };
+  if (name.startsWith('.')) return { kind: 'none' };
+  // A broken variant: a whole program (.ts) or a mistake made to a solution (.diff).
+  if (parts.length === 2 && parts[0] === 'broken' && /\.(ts|diff)$/.test(name)) return { kind: 'fixtures', programs: [`broken/${name.replace(/\.(ts|diff)$/, '')}`] };
+  if (!name.endsWith('.ts')) return { kind: 'none' };
   if (parts.length === 1 && name === 'solution.ts') return { kind: 'fixtures', programs: ['solution'] };
   if (parts.length === 1 && name === 'starter.ts') return { kind: 'fixtures', programs: ['starter'] };
-  if (parts.length === 2 && parts[0] === 'broken') return { kind: 'fixtures', programs: [`broken/${name.slice(0, -'.ts'.length)}`] };
   return { kind: 'lab' };
 }
 

@@ -78,7 +78,7 @@ export async function labFixtures(labIds: string[]): Promise<Fixture[]> {
         { lab: id, program: `solution.${client}`, input: code(files.solutionFile), expect: 'pass' as const },
         ...(files.starterFile ? [{ lab: id, program: `starter.${client}`, input: code(files.starterFile), expect: 'fail' as const }] : []),
       ]),
-      ...lab.broken.map((b) => ({ lab: id, program: `broken/${b.name}`, input: code(b.file), expect: 'fail' as const, check: b.expectFail })),
+      ...lab.broken.map((b) => ({ lab: id, program: `broken/${b.name}`, input: { kind: 'code' as const, code: b.source }, expect: 'fail' as const, check: b.expectFail })),
       ...lab.definition.commandFixtures.map((c) => ({ lab: id, program: `cmd/${c.name}`, input: { kind: 'command' as const, command: c.command }, expect: c.expect, check: c.check })),
     );
     if (threeNodes) for (const f of fixtures.slice(before)) f.threeNodes = true;

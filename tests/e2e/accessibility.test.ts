@@ -18,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ROOT_DIR } from '../../lab-server/core/paths.ts';
 import { launchBrowser } from '../support/browser.ts';
 import { startCourseServer, type CourseServer } from '../support/course-server.ts';
+import { brokenProgram } from '../support/broken-program.ts';
 
 const requireHere = createRequire(import.meta.url);
 const AXE_SOURCE = fs.readFileSync(requireHere.resolve('axe-core/axe.min.js'), 'utf8');
@@ -114,7 +115,7 @@ afterAll(async () => {
 
 /** A program that reads forever and prints as it goes: Run keeps running it until Stop. */
 const SOLUTION = fs.readFileSync(path.join(ROOT_DIR, 'labs/single-stage/solution.ts'), 'utf8');
-const BROKEN = fs.readFileSync(path.join(ROOT_DIR, 'labs/single-stage/broken/offsets-after-commit.ts'), 'utf8');
+const BROKEN = brokenProgram('single-stage', 'offsets-after-commit');
 
 /** Progress and Predict answers, so the sidebar's badges (the current lesson's too) are audited. */
 async function seedProgress(page: Page) {

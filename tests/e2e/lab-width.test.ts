@@ -21,6 +21,7 @@ import { formatReport } from '../../src/shared/format-report.ts';
 import type { GradeReport } from '../../src/shared/report.ts';
 import { launchBrowser } from '../support/browser.ts';
 import { startCourseServer, type CourseServer } from '../support/course-server.ts';
+import { brokenProgram } from '../support/broken-program.ts';
 
 const LESSON = '/10-1/04-single-stage/';
 const LAB_ID = 'single-stage';
@@ -31,7 +32,7 @@ const workbench = (page: Page) => page.locator('.kiq-wb').filter({ has: page.loc
 
 /** A comment of 200+ characters, with a marker word at its very end. */
 const LONG_LINE = `// ${Array.from({ length: 24 }, (_, i) => `widthcheck${i}`).join(' ')} LINEENDMARK`;
-const BROKEN = fs.readFileSync(path.join(ROOT_DIR, 'labs/single-stage/broken/read-uncommitted.ts'), 'utf8');
+const BROKEN = brokenProgram('single-stage', 'read-uncommitted');
 const PROGRAM = `${LONG_LINE}\n${BROKEN}`;
 
 let server: CourseServer;

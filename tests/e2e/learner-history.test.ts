@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ROOT_DIR } from '../../lab-server/core/paths.ts';
 import { launchBrowser } from '../support/browser.ts';
 import { startCourseServer, type CourseServer } from '../support/course-server.ts';
+import { brokenProgram } from '../support/broken-program.ts';
 
 const TOKEN = 'learner-history-instructor-token-0123456789';
 let server: CourseServer;
@@ -67,7 +68,7 @@ afterAll(async () => {
 describe('the learner keeps what the grader found', () => {
   it('keeps every grade with its report and program: listed, reopened after a reload, loaded, diffed, and in `history`', async () => {
     const page = await browser.newPage();
-    const graded = fs.readFileSync(path.join(ROOT_DIR, 'labs/single-stage/broken/offsets-after-commit.ts'), 'utf8');
+    const graded = brokenProgram('single-stage', 'offsets-after-commit');
     await freshLearner(page, `history-${Date.now()}`, { lab: 'single-stage', text: graded });
     await openLab(page, '/10-1/04-single-stage/', 'single-stage');
     const wb = lab(page, 'single-stage');

@@ -13,6 +13,7 @@ import { ROOT_DIR } from '../../lab-server/core/paths.ts';
 import { loadLab } from '../../lab-server/labs/load-lab.ts';
 import { launchBrowser } from '../support/browser.ts';
 import { startCourseServer, type CourseServer } from '../support/course-server.ts';
+import { brokenProgram } from '../support/broken-program.ts';
 
 const SHOTS = path.join(ROOT_DIR, 'test-results');
 const LESSON = '/10-1/04-single-stage/';
@@ -205,7 +206,7 @@ describe('the course in a browser', () => {
 
   it('fails a broken variant naming no-duplicates with evidence, then shows aborted records on request', async () => {
     const page = await browser.newPage();
-    await openLab(page, fs.readFileSync(path.join(ROOT_DIR, 'labs/single-stage/broken/offsets-after-commit.ts'), 'utf8'));
+    await openLab(page, brokenProgram('single-stage', 'offsets-after-commit'));
     const verdict = await gradeAndWait(page, 'Quick grade');
     await lab(page).locator('.kiq-wb-report').scrollIntoViewIfNeeded();
     await page.screenshot({ path: path.join(SHOTS, 'report-fail.png'), fullPage: false });

@@ -15,7 +15,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { spawnSync } from 'node:child_process';
+import { typeCheckPrograms } from './type-check.ts';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
 export const DOCS_DIR = path.join(ROOT, 'src/content/docs');
@@ -215,52 +215,17 @@ export function lessonLine(program: LessonProgram, codeLine: number): { file: st
 }
 
 /**
- * Type-checks programs as the strict TypeScript of this project (kafkajs's own types, @types/node,
- * @types/pg), each as its own module. Returns one line per error, naming the lesson and the line
- * in the lesson's source. TypeScript 7 (the project's compiler) has no JavaScript compiler API,
- * so the programs are written to a scratch folder and checked by its `tsc`.
+ * Type-checks lesson programs (tests/support/type-check.ts). Returns one line per error, naming
+ * the lesson and the line in the lesson's source.
  */
 export function typeCheck(programs: LessonProgram[]): string[] {
-  const dir = path.join(ROOT, '.kafkaiq', 'lesson-code');
-  fs.rmSync(dir, { recursive: true, force: true });
-  fs.mkdirSync(dir, { recursive: true });
-  const byFile = new Map<string, LessonProgram>();
-  for (const [n, program] of programs.entries()) {
-    const name = `program-${n}.ts`;
-    fs.writeFileSync(path.join(dir, name), program.code);
-    byFile.set(name, program);
-  }
-  fs.writeFileSync(
-    path.join(dir, 'tsconfig.json'),
-    JSON.stringify({
-      compilerOptions: {
-        target: 'ES2022',
-        module: 'ESNext',
-        moduleResolution: 'Bundler',
-        strict: true,
-        skipLibCheck: true,
-        noEmit: true,
-        types: ['node'],
-        typeRoots: [path.join(ROOT, 'node_modules/@types')],
-        lib: ['ES2023', 'DOM'],
-        moduleDetection: 'force',
-      },
-      files: [...byFile.keys()],
+  const byFile = new Map<string, LessonProgram>(programs.map((program, n) => [`program-${n}.ts`, program]));
+  const { errors, other } = typeCheckPrograms('lesson-code', new Map([...byFile].map(([name, program]) => [name, program.code])));
+  return [
+    ...errors.map((e) => {
+      const at = lessonLine(byFile.get(e.file)!, e.line);
+      return `${at.file}:${at.line}: ${e.code} ${e.message}`;
     }),
-  );
-  const tsc = spawnSync(path.join(ROOT, 'node_modules/.bin/tsc'), ['-p', dir, '--pretty', 'false'], { encoding: 'utf8' });
-  if (tsc.error) throw tsc.error;
-  const errors: string[] = [];
-  // tsc prints `<dir>/program-3.ts(12,5): error TS2345: message` (continuation lines are indented).
-  for (const line of tsc.stdout.split('\n')) {
-    const match = /^(?:.*[\\/])?(program-\d+\.ts)\((\d+),\d+\): error (TS\d+): (.*)$/.exec(line);
-    if (match) {
-      const at = lessonLine(byFile.get(match[1]!)!, Number(match[2]));
-      errors.push(`${at.file}:${at.line}: ${match[3]} ${match[4]}`);
-    } else if (line.trim() && !/^\s/.test(line)) {
-      errors.push(line);
-    }
-  }
-  if (tsc.status !== 0 && errors.length === 0) errors.push(`tsc exited ${tsc.status}: ${tsc.stderr.trim()}`);
-  return errors;
+    ...other,
+  ];
 }

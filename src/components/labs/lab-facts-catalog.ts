@@ -1,7 +1,7 @@
 /**
  * BUILD TIME ONLY (imported from src/pages/labs.astro): the facts of every lab in labs/, read the
  * way lab-catalog.ts reads them for the workbench (Vite's import.meta.glob), with the first line
- * of each broken variant for the coverage of its checks. A lab that does not load fails the build.
+ * of each broken variant (a whole program or a mistake made to a solution) for the coverage of its checks. A lab that does not load fails the build.
  */
 import { KafkaIqError } from '../../shared/errors.ts';
 import { labDefinitionSchema } from '../../shared/lab.ts';
@@ -10,7 +10,7 @@ import { labFacts, type LabFacts } from '../../shared/lab-facts.ts';
 import { parseWithFriendlyErrors } from '../../shared/validate.ts';
 
 const definitions = import.meta.glob<{ default: unknown }>('/labs/*/lab.ts', { eager: true });
-const brokenSources = import.meta.glob<string>('/labs/*/broken/*.ts', { query: '?raw', import: 'default', eager: true });
+const brokenSources = import.meta.glob<string>(['/labs/*/broken/*.ts', '/labs/*/broken/*.diff'], { query: '?raw', import: 'default', eager: true });
 
 export function allLabFacts(): LabFacts[] {
   return Object.entries(definitions)
@@ -20,9 +20,11 @@ export function allLabFacts(): LabFacts[] {
       const broken = Object.entries(brokenSources)
         .filter(([path]) => path.startsWith(`/labs/${id}/broken/`))
         .map(([path, source]) => {
-          const name = path.slice(`/labs/${id}/broken/`.length, -'.ts'.length);
+          const file = path.slice(`/labs/${id}/broken/`.length);
+          const name = file.replace(/\.(ts|diff)$/, '');
+          // A .diff variant's first line names its check as a whole-file variant's does (src/shared/mistake.ts).
           const expectFail = parseExpectFail(source);
-          if (!expectFail) throw new KafkaIqError('LAB_INVALID', `labs/${id}/broken/${name}.ts must start with '// expect-fail: <check>'`);
+          if (!expectFail) throw new KafkaIqError('LAB_INVALID', `labs/${id}/broken/${file} must start with '// expect-fail: <check>'`);
           return { name, expectFail };
         })
         .sort((a, b) => a.name.localeCompare(b.name));

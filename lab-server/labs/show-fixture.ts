@@ -1,0 +1,38 @@
+/**
+ * `kafkaiq show <lab> <fixture>`: a fixture's program as graded (solution, starter,
+ * solution.<client>, broken/<name>) and, for a broken variant, its difference from the solution
+ * it is made from: what the mistake is, in the lines it changes.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { createTwoFilesPatch } from 'diff';
+import { KafkaIqError } from '../../src/shared/errors.ts';
+import { loadLab } from './load-lab.ts';
+
+export interface ShownFixture {
+  program: string;
+  /** A unified diff from the solution (for a broken variant), or null. */
+  diff: string | null;
+  /** Where the program comes from, in words. */
+  about: string;
+}
+
+export async function showFixture(labId: string, fixture: string): Promise<ShownFixture> {
+  const lab = await loadLab(labId);
+  const inLab = (name: string) => path.join(lab.dir, name);
+  if (/^(solution|starter)(\.[a-z]+)?$/.test(fixture) && fs.existsSync(inLab(`${fixture}.ts`))) {
+    return { program: fs.readFileSync(inLab(`${fixture}.ts`), 'utf8'), diff: null, about: `labs/${labId}/${fixture}.ts` };
+  }
+  const variant = lab.broken.find((b) => `broken/${b.name}` === fixture);
+  if (!variant) {
+    const known = ['solution', 'starter', ...Object.keys(lab.clients).map((c) => `solution.${c}`), ...lab.broken.map((b) => `broken/${b.name}`)];
+    throw new KafkaIqError('INVALID_INPUT', `Lab ${labId} has no fixture "${fixture}": one of ${known.join(', ')}.`);
+  }
+  const base = variant.base ?? 'solution.ts';
+  const diff = createTwoFilesPatch(base, `${fixture} (as graded)`, fs.readFileSync(inLab(base), 'utf8'), variant.source, undefined, undefined, { context: 3 })
+    .split('\n')
+    .filter((line) => !line.startsWith('===='))
+    .join('\n');
+  const about = variant.base ? `labs/${labId}/${path.relative(lab.dir, variant.file)}: ${base} with one named mistake` : `labs/${labId}/${path.relative(lab.dir, variant.file)}: a whole program`;
+  return { program: variant.source, diff, about };
+}
