@@ -16,24 +16,38 @@ export default defineLab({
     { name: 'input', env: 'INPUT_TOPIC', partitions: 1, role: 'input', description: 'Keyed text records' },
     { name: 'output', env: 'OUTPUT_TOPIC', partitions: 1, role: 'output', description: 'The expected transform of each committed input' },
   ],
-  seeds: [{ topic: 'input', records: 120, keys: 8, transactionSize: 10, abortEvery: 4 }],
+  seeds: [{ topic: 'input', records: 200, keys: 8, transactionSize: 10, abortEvery: 4 }],
   // The lab's function: which outputs each committed input must produce.
   transform: (input) => [{ topic: 'output', key: input.key, value: input.value }],
+  // The faults catch the broken variants copied from the copy lab, each on its named check, in
+  // both plans (a plan without a zombie lets broken/random-transactional-id pass). Keep each fault
+  // a variant needs when you change them: `npx kafkaiq check <id>` and the coverage rule say which.
   faults: {
     full: [
-      { kind: 'kill', at: ['after:send'] },
+      { kind: 'kill', at: ['after:send', 'before:commit'] },
       { kind: 'kill', at: ['after:commit'] },
+      { kind: 'stop', at: ['after:send'] },
       { kind: 'zombie', at: ['after:send'] },
       { kind: 'broker-restart' },
     ],
     quick: [
       { kind: 'kill', at: ['after:send'] },
       { kind: 'kill', at: ['after:commit'] },
+      { kind: 'zombie', at: ['after:send'] },
     ],
   },
-  checks: ['no-loss', 'no-duplicates', 'no-aborted-reads', 'transform-correct', 'order-preserved', 'offsets-consistent', 'no-hanging-transactions'],
+  checks: ['no-loss', 'no-duplicates', 'no-aborted-reads', 'transform-correct', 'order-preserved', 'offsets-consistent', 'no-hanging-transactions', 'keeps-up'],
+  checkCoverage: [
+    {
+      check: 'keeps-up',
+      coverage: 'none',
+      reason: 'no send-error fault: only a broker restart can fail a transaction, and only by timing; any later kill, stop or zombie restarts the program',
+    },
+  ],
   kafkajs: {
     consumer: { sessionTimeout: 3_000, heartbeatInterval: 300, rebalanceTimeout: 5_000, maxWaitTimeInMs: 100 },
     client: { retry: { initialRetryTime: 100, maxRetryTime: 1_000, retries: 10 } },
   },
+  timeLimitMs: 120_000,
+  quickTimeLimitMs: 45_000,
 });

@@ -32,3 +32,32 @@ export function allLabFacts(): LabFacts[] {
     })
     .sort((a, b) => a.id.localeCompare(b.id));
 }
+
+/** One broken variant as the Labs page shows it: the check it fails, what the mistake is, and its edits. */
+export interface KnownMistake {
+  program: string;
+  check: string;
+  /** The variant's comment lines after `expect-fail`, as prose. */
+  about: string;
+  /** A mistake's hunks (`@@` on), or null for a whole-program variant. */
+  edits: string | null;
+}
+
+/** Every lab's broken variants, by lab id, in name order. */
+export function allKnownMistakes(): Map<string, KnownMistake[]> {
+  const byLab = new Map<string, KnownMistake[]>();
+  for (const [path, source] of Object.entries(brokenSources).sort(([a], [b]) => a.localeCompare(b))) {
+    const [, , id = '', , file = ''] = path.split('/');
+    const lines = source.split('\n');
+    const comments = lines.slice(0, lines.findIndex((l) => !l.startsWith('//')));
+    const hunksFrom = lines.findIndex((l) => l.startsWith('@@'));
+    const mistake: KnownMistake = {
+      program: `broken/${file.replace(/\.(ts|diff)$/, '')}`,
+      check: parseExpectFail(source) ?? '',
+      about: comments.slice(1).map((l) => l.replace(/^\/\/ ?/, '')).join(' ').trim(),
+      edits: file.endsWith('.diff') && hunksFrom >= 0 ? lines.slice(hunksFrom).join('\n').trimEnd() : null,
+    };
+    byLab.set(id, [...(byLab.get(id) ?? []), mistake]);
+  }
+  return byLab;
+}
