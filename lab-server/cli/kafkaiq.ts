@@ -9,7 +9,7 @@ import { ClusterPool } from '../broker/cluster-pool.ts';
 import { describeError, KafkaIqError } from '../../src/shared/errors.ts';
 import { listLabIds, loadLab } from '../labs/load-lab.ts';
 import { scaffoldLab } from '../labs/scaffold.ts';
-import { showFixture } from '../labs/show-fixture.ts';
+import { formatKnownMistakes, showFixture } from '../labs/show-fixture.ts';
 import type { ProgramInput } from '../runner/types.ts';
 import { formatReport } from '../../src/shared/format-report.ts';
 import type { SessionListener } from '../runner/contract.ts';
@@ -37,7 +37,8 @@ const USAGE = `Usage:
   kafkaiq new <id>                        scaffold labs/<id>
   kafkaiq show <lab> <fixture>            a fixture's program as graded (solution, starter, broken/<name>), and a
                                           broken variant's difference from its solution
-  kafkaiq labs [<lab>...]                 each lab's faults, checks (and which fixture fails each), limits, clients`;
+  kafkaiq labs [<lab>...]                 each lab's faults, checks (and which fixture fails each), limits, clients,
+                                          and its known mistakes (a named lab: with their edits to the solution)`;
 
 function consoleListener(verbose: boolean, json: boolean): SessionListener {
   const out = json ? process.stderr : process.stdout;
@@ -75,7 +76,11 @@ async function main(argv: string[]): Promise<number> {
   }
   if (command === 'labs') {
     const ids = rest.length ? rest : listLabIds();
-    for (const id of ids) console.log(`${formatLabFacts(await loadLabFacts(id))}\n`);
+    for (const id of ids) {
+      console.log(formatLabFacts(await loadLabFacts(id)));
+      // Named labs get each mistake's edits; the whole list, one line per mistake.
+      say(formatKnownMistakes((await loadLab(id)).broken, { edits: rest.length > 0 }));
+    }
     return 0;
   }
   if (command === 'show') {

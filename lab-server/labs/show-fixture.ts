@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createTwoFilesPatch } from 'diff';
 import { KafkaIqError } from '../../src/shared/errors.ts';
-import { loadLab } from './load-lab.ts';
+import { loadLab, type BrokenVariant } from './load-lab.ts';
 
 export interface ShownFixture {
   program: string;
@@ -35,4 +35,23 @@ export async function showFixture(labId: string, fixture: string): Promise<Shown
     .join('\n');
   const about = variant.base ? `labs/${labId}/${path.relative(lab.dir, variant.file)}: ${base} with one named mistake` : `labs/${labId}/${path.relative(lab.dir, variant.file)}: a whole program`;
   return { program: variant.source, diff, about };
+}
+
+/**
+ * A lab's broken variants for `kafkaiq labs`: each one's check and what its mistake is, and with
+ * `edits` a mistake's hunks as its .diff declares them.
+ */
+export function formatKnownMistakes(broken: readonly BrokenVariant[], options: { edits: boolean }): string {
+  const lines = [`Known mistakes (${broken.length}):`];
+  for (const variant of broken) {
+    const text = fs.readFileSync(variant.file, 'utf8').split('\n');
+    const comments = text.slice(0, text.findIndex((l) => !l.startsWith('//')));
+    const about = comments.slice(1).map((l) => l.replace(/^\/\/ ?/, '')).join(' ').trim();
+    lines.push(`  broken/${variant.name} must fail ${variant.expectFail}${variant.base ? '' : ' (a whole program)'}: ${about}`);
+    if (options.edits && variant.base) {
+      const from = text.findIndex((l) => l.startsWith('@@'));
+      lines.push(...text.slice(from).filter((l, i, all) => i < all.length - 1 || l !== '').map((l) => `      ${l}`));
+    }
+  }
+  return `${lines.join('\n')}\n`;
 }
