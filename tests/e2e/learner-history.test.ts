@@ -164,13 +164,18 @@ describe('the learner keeps what the grader found', () => {
     expect(await status('03-consumer-isolation').innerText()).toBe('Not opened');
   }, 120_000);
 
-  it('queries the lab database with `sql` (SELECT only, bounded) and shows a window of a topic with `consume`', async () => {
+  it('shows the run\'s GROUP_ID and topic in the environment panel, queries the lab database with `sql` (SELECT only, bounded) and shows a window of a topic with `consume`', async () => {
     const page = await browser.newPage();
     const solution = fs.readFileSync(path.join(ROOT_DIR, 'labs/db-sink/solution.ts'), 'utf8');
     await freshLearner(page, `sql-${Date.now()}`, { lab: 'db-sink', text: solution });
     await openLab(page, '/10-1/21-idempotent-db-writes/', 'db-sink');
     const wb = lab(page, 'db-sink');
     await wb.getByRole('button', { name: 'Run', exact: true }).click();
+    // The environment panel shows this run's values: the namespaced topic and group, no placeholder.
+    const envValue = (name: string) => wb.locator('.kiq-wb-env tr', { has: page.locator('th code', { hasText: new RegExp(`^${name}$`) }) }).locator('.kiq-wb-env__value');
+    await expect.poll(() => envValue('GROUP_ID').isVisible(), { timeout: 30_000 }).toBe(true);
+    expect(await envValue('GROUP_ID').innerText()).toMatch(/^kiq-[0-9a-f]{32}-/);
+    expect(await envValue('ORDERS_TOPIC').innerText()).toMatch(/^kiq-[0-9a-f]{32}-/);
     // The database is the attempt's while the Run goes on: query it once rows arrive.
     await expect
       .poll(
