@@ -3,7 +3,9 @@
  * Grades every program of every lab (solution, starter, broken variants, command fixtures) N
  * times with seeds S..S+N-1 (S = 1 unless --first-seed), and the solution N more times with --quick,
  * then prints per program the verdict counts against what the lab folder expects, the median and
- * worst grade time, and the longest stall keeps-up saw (the measurement its bound comes from).
+ * worst grade time, the longest stall keeps-up saw (the measurement its bound comes from), the
+ * median time per phase of a grade (stats.phases), and the whole machine's core-seconds per grade
+ * (from /proc/stat: per grade with --parallel 1, else the run's total divided by its grades).
  * --sweep: every program gets both plans (default 20 full and 10 quick seeds), and each wrong
  * verdict prints the command that replays it. --only: the programs whose fixture name (solution,
  * starter.platformatic, broken/x, cmd/y) matches the regular expression.
@@ -24,6 +26,7 @@ import { connectCluster } from '../lab-server/broker/cluster.ts';
 import { describeError } from '../src/shared/errors.ts';
 import { listLabIds } from '../lab-server/labs/load-lab.ts';
 import { gradeProgram, judgeFixture, labFixtures, type Fixture } from '../lab-server/runner/check-labs.ts';
+import { machineCpuSeconds, phaseTotals } from './machine-cpu.ts';
 import { median } from './median.ts';
 
 const { values } = parseArgs({
@@ -60,6 +63,10 @@ interface Row {
   times: number[];
   stalls: number[];
   replays: string[];
+  /** Per grade: milliseconds per kind of stretch (stats.phases, faults summed per kind). */
+  phases: Map<string, number>[];
+  /** Per grade, when grades do not overlap: the machine's core-seconds. */
+  cpu: number[];
 }
 const fixtures = (await labFixtures(labs))
   .filter((f) => !values['solutions-only'] || f.program.startsWith('solution'))
@@ -71,13 +78,14 @@ const jobs: { row: Row; seed: number }[] = [];
 for (const fixture of fixtures) {
   for (const [mode, count] of [['full', runs], ['quick', sweep || fixture.program.startsWith('solution') ? quickRuns : 0]] as const) {
     if (!count) continue;
-    const row: Row = { fixture, mode, runs: count, right: 0, got: new Map(), times: [], stalls: [], replays: [] };
+    const row: Row = { fixture, mode, runs: count, right: 0, got: new Map(), times: [], stalls: [], replays: [], phases: [], cpu: [] };
     rows.push(row);
     for (let seed = firstSeed; seed < firstSeed + count; seed++) jobs.push({ row, seed });
   }
 }
 
 const started = Date.now();
+const machineCpu = machineCpuSeconds();
 console.log(`${jobs.length} grades, ${parallel} at a time${parallel > 1 ? ' (times include the contention of overlapping grades)' : ''}\n`);
 const print = (row: Row) => {
   const expected = row.fixture.expect === 'pass' ? 'pass' : `fail${row.fixture.check ? `:${row.fixture.check}` : ''}`;
@@ -87,6 +95,9 @@ const print = (row: Row) => {
       `  median ${(median(row.times) / 1000).toFixed(1).padStart(5)} s  worst ${(Math.max(...row.times) / 1000).toFixed(1).padStart(5)} s` +
       `  longest stall ${row.stalls.length ? `${(Math.max(...row.stalls) / 1000).toFixed(1).padStart(4)} s` : '   - '}  got ${got}`,
   );
+  if (row.cpu.length) console.log(`    core-seconds per grade (whole machine): median ${median(row.cpu).toFixed(1)}, worst ${Math.max(...row.cpu).toFixed(1)}`);
+  const kinds = [...new Set(row.phases.flatMap((p) => [...p.keys()]))];
+  if (kinds.length) console.log(`    median per phase: ${kinds.map((k) => `${k} ${(median(row.phases.map((p) => p.get(k) ?? 0)) / 1000).toFixed(1)} s`).join(', ')}`);
   for (const replay of row.replays) console.log(`    replay: ${replay}`);
 };
 /** Writes a grade's report and the last lines of output to the failures dir, for diagnosis. */
@@ -124,7 +135,12 @@ await Promise.all(
         fault: () => {},
       };
       try {
+        const cpuBefore = machineCpuSeconds();
         const report = await gradeProgram(cluster, row.fixture.lab, row.fixture.input, { seed, quick: row.mode === 'quick', listener });
+        const cpuAfter = machineCpuSeconds();
+        // A grade's own cost only when no other grade of the bench overlaps it.
+        if (parallel === 1 && cpuBefore !== null && cpuAfter !== null) row.cpu.push(cpuAfter - cpuBefore);
+        if (report.stats.phases) row.phases.push(phaseTotals(report.stats.phases));
         const judged = judgeFixture(row.fixture, report);
         if (report.stats.longestStallMs !== undefined) row.stalls.push(report.stats.longestStallMs);
         // A right verdict whose longest pause came near keeps-up's bound is kept too: it is the
@@ -154,5 +170,6 @@ await Promise.all(
     }
   }),
 );
-console.log(`\nTotal ${((Date.now() - started) / 60_000).toFixed(1)} min. Wrong: ${rows.filter((r) => r.right < r.runs).length} of ${rows.length} program rows.`);
+const cpuTotal = machineCpu === null ? null : (machineCpuSeconds() ?? machineCpu) - machineCpu;
+console.log(`\nTotal ${((Date.now() - started) / 60_000).toFixed(1)} min${cpuTotal === null ? '' : `, ${cpuTotal.toFixed(0)} core-seconds (${(cpuTotal / jobs.length).toFixed(1)} per grade, whole machine)`}. Wrong: ${rows.filter((r) => r.right < r.runs).length} of ${rows.length} program rows.`);
 await cluster.close();

@@ -5,6 +5,7 @@
  * error report and the report itself. What the attempt does in between (prepare, play, collect)
  * is its scenario's (pipeline/ or monitor/), chosen per lab kind in attempt.ts.
  */
+import { PhaseClock } from './phase-clock.ts';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -49,7 +50,19 @@ export class AttemptLifecycle implements Attempt {
   readonly sink: OutputSink;
   readonly history: History;
   readonly scenario: Scenario;
-  phase: AttemptPhase = 'compiling';
+  private currentPhase: AttemptPhase = 'compiling';
+  /** Where this grade's time went (reported in its stats): the phases below, subdivided by the scenario. */
+  readonly clock = new PhaseClock();
+  get phase(): AttemptPhase {
+    return this.currentPhase;
+  }
+  set phase(phase: AttemptPhase) {
+    if (phase !== this.currentPhase || phase === 'compiling') {
+      if (phase === 'done') this.clock.end();
+      else this.clock.enter(phase);
+    }
+    this.currentPhase = phase;
+  }
   startedAt = Date.now();
   /** Set when the attempt winds down: loops end, nothing restarts. */
   stopping = false;
@@ -327,6 +340,7 @@ export class AttemptLifecycle implements Attempt {
         restarts: this.scenario.supervisor?.restarts ?? 0,
         selfExits: this.scenario.supervisor?.selfExits ?? 0,
         durationMs: this.elapsed(),
+        phases: this.clock.list(),
       },
     };
   }

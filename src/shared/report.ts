@@ -160,6 +160,11 @@ export const gradeReportSchema = z
           .optional()
           .describe('How long, at the end, read_committed readers of the output were held back by transactions of stopped instances until the broker resolved them'),
         durationMs: z.number(),
+        phases: z
+          .array(z.object({ name: z.string().max(80), ms: z.number() }).strict())
+          .max(200)
+          .optional()
+          .describe('Where the grade\'s time went, in order: compiling, preparing, each fault from arming to the program catching up, settling, stopping, the wait for abandoned transactions, verifying'),
       })
       .strict(),
   })

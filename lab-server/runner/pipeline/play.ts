@@ -59,8 +59,11 @@ export async function playPipeline(s: PlannedPipeline): Promise<Played> {
     await s.progressTracker.waitFor(ctx.input.committedWritten, Math.min(15_000, attempt.deadline - Date.now()));
   }
   const queue: PlannedFault[] = plan.faults.map((f) => ({ ...f, attempt: 1 }));
+  let faultsTried = 0;
   while (queue.length) {
     const fault = queue.shift()!;
+    // Each fault's stretch: waiting for a stable group, arming, landing, and the program catching up.
+    attempt.clock.enter(`fault ${++faultsTried}: ${fault.kind}${(fault.attempt ?? 1) > 1 ? ` (try ${fault.attempt})` : ''}`);
     if (Date.now() > attempt.deadline) {
       s.obligations.outOfTime(fault, queue);
       break;
@@ -88,17 +91,21 @@ export async function playPipeline(s: PlannedPipeline): Promise<Played> {
     // keeps-up has its evidence; a program still stuck would only let the next faults fall back.
     if (queue.length) await restartStuck(s);
   }
+  attempt.clock.enter('remaining input');
   while (waves.length) await ctx.input.writeWave(waves.shift()!);
 
   attempt.phase = 'settling';
   const timedOut = !(await settle(s));
   if (timedOut) ctx.log.system(`Time limit of ${Math.round(attempt.limitMs / 1000)} s reached with ${s.progressTracker.processed}/${expected} inputs processed: verifying what is there.`);
+  attempt.clock.enter('transactions held at the end');
   const heldAtEnd = await s.liveness.transactionsHeldAtEnd();
+  attempt.clock.enter('stopping');
   attempt.stopping = true;
   // A generous grace: a program finishing its last transaction on a busy machine must not be
   // SIGKILLed mid-transaction by us, or the hanging transaction would be blamed on it.
   await s.supervisor.stopAll(STOP_GRACE_MS);
   attempt.emitState();
+  attempt.clock.enter('abandoned transactions');
   // Transactions of instances that are gone end when the coordinator aborts them: wait for that
   // (bounded) before anything is judged, and measure how long the output was held back.
   const abandoned = await ctx.cluster.maintenance.withShared(() =>

@@ -1,0 +1,31 @@
+/**
+ * The CPU time the whole machine spent (every process: the broker, the lab server, the programs),
+ * in core-seconds, read from /proc/stat: what a grade costs a class, whoever spends it.
+ */
+import fs from 'node:fs';
+
+/** USER_HZ: the unit of /proc/stat on Linux (sysconf(_SC_CLK_TCK), 100 on every mainstream kernel). */
+const TICKS_PER_SECOND = 100;
+
+/** Busy core-seconds since boot (user, nice, system, irq, softirq, steal), or null off Linux. */
+export function machineCpuSeconds(): number | null {
+  let stat: string;
+  try {
+    stat = fs.readFileSync('/proc/stat', 'utf8');
+  } catch {
+    return null; // not Linux: the bench prints no CPU figure
+  }
+  const fields = stat.split('\n', 1)[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = fields;
+  return (user + nice + system + irq + softirq + steal) / TICKS_PER_SECOND;
+}
+
+/** Where a grade's time went, by kind of stretch: the faults summed per kind (`fault 3: kill` counts as `faults: kill`). */
+export function phaseTotals(phases: readonly { name: string; ms: number }[]): Map<string, number> {
+  const totals = new Map<string, number>();
+  for (const { name, ms } of phases) {
+    const key = name.replace(/^fault \d+: ([\w-]+).*$/, 'faults: $1');
+    totals.set(key, (totals.get(key) ?? 0) + ms);
+  }
+  return totals;
+}
