@@ -1,5 +1,5 @@
 // Zombie fencing with @platformatic/kafka: ONE transactional.id per instance (TRANSACTIONAL_ID),
-// the pattern that fails this lab in kafkajs (broken/per-instance-id.ts), is safe here. Two things
+// the pattern that fails this lab in kafkajs (broken/per-instance-id), is safe here. Two things
 // stop an instance that was frozen mid-transaction and rebalanced away (KIP-447):
 //  - addOffset sends the group generation and member id the batch was read with: after the
 //    rebalance the coordinator refuses it (ILLEGAL_GENERATION) and the zombie aborts;
