@@ -1,7 +1,16 @@
 // expect-fail: no-duplicates
-// No transactions at all: the consumer auto-commits offsets after each batch, the producer sends
-// on its own. A crash after the send and before the auto-commit processes those records again.
+// No transactions at all: the producer sends on its own (idempotent, which only keeps a retried
+// send from being written twice), and the consumer auto-commits the offsets of each batch after
+// it. A crash after the send and before the auto-commit processes those records again.
+// Whole program: without transactions there is no transactional id to fence with, no sendOffsets,
+// no commit and no abort, so nearly all of the solution's pipeline would go rather than change.
 import { Kafka } from 'kafkajs';
+
+const env = (name: string): string => {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set`);
+  return value;
+};
 
 // Retries, set explicitly: kafkajs 2.2.4 otherwise retries a failed request 5 times, for every
 // client, the idempotent producer included. 10 suits production: about two minutes with kafkajs's
@@ -9,24 +18,32 @@ import { Kafka } from 'kafkajs';
 // its environment panel). An idempotent or transactional producer sets its own
 // `retry: { retries: Number.MAX_SAFE_INTEGER }`: a send it gave up on may have been written, and
 // its next send would reuse those sequence numbers.
-const kafka = new Kafka({ clientId: 'upper-case', brokers: process.env.KAFKA_BROKERS!.split(','), retry: { retries: 10 } });
-const consumer = kafka.consumer({ groupId: process.env.GROUP_ID! });
-const producer = kafka.producer({ idempotent: true, retry: { retries: Number.MAX_SAFE_INTEGER } });
+const kafka = new Kafka({ clientId: 'upper-case', brokers: env('KAFKA_BROKERS').split(','), retry: { retries: 10 } });
+const inputTopic = env('INPUT_TOPIC');
+const outputTopic = env('OUTPUT_TOPIC');
+const groupId = env('GROUP_ID');
+
+const consumer = kafka.consumer({ groupId, readUncommitted: false });
+const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, retry: { retries: Number.MAX_SAFE_INTEGER } });
 
 await producer.connect();
 await consumer.connect();
-await consumer.subscribe({ topic: process.env.INPUT_TOPIC!, fromBeginning: true });
+await consumer.subscribe({ topic: inputTopic, fromBeginning: true });
+
 await consumer.run({
   autoCommit: true,
   eachBatch: async ({ batch }) => {
     await producer.send({
-      topic: process.env.OUTPUT_TOPIC!,
-      messages: batch.messages.map((m) => ({ key: m.key, value: m.value!.toString().toUpperCase() })),
+      topic: outputTopic,
+      messages: batch.messages.map((m) => ({ key: m.key, value: m.value?.toString().toUpperCase() ?? null })),
     });
   },
 });
-process.on('SIGTERM', async () => {
+
+const shutdown = async () => {
   await consumer.disconnect();
   await producer.disconnect();
   process.exit(0);
-});
+};
+process.on('SIGTERM', shutdown);
+process.on('SIGINT', shutdown);
