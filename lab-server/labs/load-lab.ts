@@ -128,7 +128,14 @@ export function loadBrokenVariants(id: string, dir: string): BrokenVariant[] {
       throw new KafkaIqError('LAB_INVALID', `${where} must start with '// expect-fail: <check>' naming one of: ${CHECK_NAMES.join(', ')}.`);
     }
     const name = f.replace(/\.(ts|diff)$/, '');
-    if (f.endsWith('.ts')) return { name, file, source: text, base: null, expectFail };
+    if (f.endsWith('.ts')) {
+      // A whole program drifts from the solution it should differ from by one mistake: it must say why it is one.
+      const header = text.split('\n').filter((_, i, lines) => lines.slice(0, i + 1).every((l) => l.startsWith('//')));
+      if (!header.some((l) => /^\/\/ Whole program: \S/.test(l))) {
+        throw new KafkaIqError('LAB_INVALID', `${where} is a whole program: make it broken/${name}.diff, the solution plus its mistake (AUTHORING.md), or say why it cannot be one in a '// Whole program: <why>' line of its first comment.`);
+      }
+      return { name, file, source: text, base: null, expectFail };
+    }
     const mistake = parseMistake(text, where);
     const solution = path.join(dir, mistake.base);
     if (!fs.existsSync(solution)) throw new KafkaIqError('LAB_INVALID', `${where}: '--- ${mistake.base}': labs/${id} has no ${mistake.base}.`);

@@ -2,8 +2,11 @@
  * Broken variants as mistakes (src/shared/mistake.ts): anchored edits applied to a solution, and
  * every .diff variant in labs/ materialised and type-checked as the program it grades.
  */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { listLabIds, loadLab } from '../../lab-server/labs/load-lab.ts';
+import { listLabIds, loadBrokenVariants, loadLab } from '../../lab-server/labs/load-lab.ts';
 import { applyMistake, parseMistake } from '../../src/shared/mistake.ts';
 import { typeCheckPrograms } from '../support/type-check.ts';
 
@@ -49,6 +52,23 @@ describe('a mistake', () => {
     expect(() => parseMistake(mistake('@@', ' a', '*b'), 'x.diff')).toThrow(/starts with ' ', '-' or '\+'/);
     expect(() => parseMistake(mistake('@@', ' a'), 'x.diff')).toThrow(/changes nothing/);
     expect(() => parseMistake(mistake('@@', '+a'), 'x.diff')).toThrow(/has no anchor/);
+  });
+});
+
+describe('a whole-program variant', () => {
+  it('must say why it is not a mistake made to the solution', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kiq-whole-'));
+    try {
+      fs.mkdirSync(path.join(dir, 'broken'));
+      fs.writeFileSync(path.join(dir, 'broken', 'x.ts'), '// expect-fail: no-loss\n// Skips every batch.\nconsole.log(1);\n');
+      expect(() => loadBrokenVariants('l', dir)).toThrow(/labs\/l\/broken\/x\.ts is a whole program: make it broken\/x\.diff/);
+      fs.writeFileSync(path.join(dir, 'broken', 'x.ts'), '// expect-fail: no-loss\n// Skips every batch.\n// Whole program: no transactions at all.\nconsole.log(1);\n');
+      expect(loadBrokenVariants('l', dir).map((b) => [b.name, b.base, b.expectFail])).toEqual([['x', null, 'no-loss']]);
+      fs.writeFileSync(path.join(dir, 'broken', 'x.diff'), '// expect-fail: no-loss\n--- solution.ts\n+++ b\n@@\n-a\n+b\n');
+      expect(() => loadBrokenVariants('l', dir)).toThrow(/has both x\.ts and x\.diff/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -4,6 +4,9 @@
 // producer (kafkajs cannot begin another transaction on one whose commit failed). When the
 // coordinator dies, the batch's transaction is aborted, by the coordinator or by the fresh
 // producer's fencing, and its orders are never priced.
+// Whole program: the solution ends a whole consumer-and-producer "life" after any failed
+// transaction and lets a new one re-read the committed offsets; this mistake keeps its one
+// consumer going and swaps only the producer, a different structure, not an edit of the solution.
 import { Kafka, type EachBatchPayload, type Producer } from 'kafkajs';
 
 const env = (name: string): string => {
