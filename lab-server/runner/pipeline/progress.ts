@@ -15,6 +15,14 @@ import type { SeededRecord } from '../seeder.ts';
 /** Multi-stage labs: how long the later stages' topics must stay unchanged before verifying. */
 const PIPELINE_QUIET_MS = 1_000;
 /**
+ * A stage fed from the database (an outbox relay) shows its position nowhere in Kafka: its
+ * output staying quiet is the only sign it is done. On a loaded machine a relay's poll, query and
+ * transaction take longer than PIPELINE_QUIET_MS, and one restarted after the output last moved
+ * has not published anything yet (a CI grade verified 13 events early): quiet must last longer.
+ */
+const DATABASE_FED_QUIET_MS = 3_000;
+const DATABASE_FED_RESTARTED_QUIET_MS = 6_000;
+/**
  * Between faults: a program that worked on the new input and then went quiet (no offsets, no
  * output, no open transaction) for this long is done with it, even if its group's offsets do not
  * say so (it commits the wrong offset, or to another group). offsets-consistent reports that.
@@ -216,7 +224,11 @@ export class PipelineProgress {
 
   /** True when every stage after the first has finished too (always true without internal topics). */
   settled(): boolean {
-    return !this.staged || (this.stages.caughtUp && Date.now() - this.stages.changedAt >= PIPELINE_QUIET_MS);
+    if (!this.staged) return true;
+    const { topics } = this.src.lab;
+    const databaseFed = !topics.some((t) => t.role === 'internal');
+    const quietFor = !databaseFed ? PIPELINE_QUIET_MS : this.lastStartAt > this.outputMovedAt ? DATABASE_FED_RESTARTED_QUIET_MS : DATABASE_FED_QUIET_MS;
+    return this.stages.caughtUp && Date.now() - this.stages.changedAt >= quietFor;
   }
 
   /**
