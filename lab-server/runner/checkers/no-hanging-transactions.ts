@@ -1,6 +1,7 @@
 /**
  * no-hanging-transactions: a transaction is hanging when a live instance still holds it at the
- * end, or when it outlived its own timeout. One a stopped instance left inside its timeout is the
+ * end, or held it through a whole stall until the grader restarted it, or when it outlived its own
+ * timeout. One a stopped instance left inside its timeout is the
  * coordinator's to end (the grader waited for that, bounded), and blocks the output meanwhile
  * (no-loss says so).
  */
@@ -17,6 +18,6 @@ export const noHangingTransactions: Checker = (collected, history) => {
     'no-hanging-transactions',
     failures,
     `no transaction was left open: every output LSO reached its high watermark${blockedFor}`,
-    (n) => `${n} transaction${n === 1 ? ' was' : 's were'} left open (held by a live instance at the end, or open past ${n === 1 ? 'its' : 'their'} own timeout)`,
+    (n) => `${n} transaction${n === 1 ? ' was' : 's were'} left open (held by a live instance at the end or through a stall, or open past ${n === 1 ? 'its' : 'their'} own timeout)`,
   );
 };

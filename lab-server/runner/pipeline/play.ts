@@ -60,6 +60,7 @@ export async function playPipeline(s: PlannedPipeline): Promise<Played> {
   }
   const queue: PlannedFault[] = plan.faults.map((f) => ({ ...f, attempt: 1 }));
   let faultsTried = 0;
+  const heldThroughStalls: string[] = [];
   while (queue.length) {
     const fault = queue.shift()!;
     // Each fault's stretch: waiting for a stable group, arming, landing, and the program catching up.
@@ -89,7 +90,7 @@ export async function playPipeline(s: PlannedPipeline): Promise<Played> {
     await s.progressTracker.waitFor(ctx.input.committedWritten, Math.min(15_000, attempt.deadline - Date.now()), () => s.liveness.stuckAgain());
     await s.liveness.letStallShow();
     // keeps-up has its evidence; a program still stuck would only let the next faults fall back.
-    if (queue.length) await restartStuck(s);
+    if (queue.length) heldThroughStalls.push(...(await restartStuck(s)));
   }
   attempt.clock.enter('remaining input');
   while (waves.length) await ctx.input.writeWave(waves.shift()!);
@@ -98,7 +99,7 @@ export async function playPipeline(s: PlannedPipeline): Promise<Played> {
   const timedOut = !(await settle(s));
   if (timedOut) ctx.log.system(`Time limit of ${Math.round(attempt.limitMs / 1000)} s reached with ${s.progressTracker.processed}/${expected} inputs processed: verifying what is there.`);
   attempt.clock.enter('transactions held at the end');
-  const heldAtEnd = await s.liveness.transactionsHeldAtEnd();
+  const heldAtEnd = [...heldThroughStalls, ...(await s.liveness.transactionsHeldAtEnd())];
   attempt.clock.enter('stopping');
   attempt.stopping = true;
   // A generous grace: a program finishing its last transaction on a busy machine must not be
@@ -144,16 +145,22 @@ function lostItsChance(s: PlannedPipeline, fault: PlannedFault, armedAt: number,
  * after it fell back and the one that exposes the program's other bug could run out of time.)
  * Only after a stall: a program that keeps up is never restarted by it.
  */
-async function restartStuck(s: PlannedPipeline): Promise<void> {
-  if (!s.liveness.stuckNow()) return;
+async function restartStuck(s: PlannedPipeline): Promise<string[]> {
+  if (!s.liveness.stuckNow()) return [];
   const live = [...s.nemesis.program.slots].filter((slot) => slot.current.alive);
   // Our wrapper says which instance holds the open transaction; otherwise every live one.
   const holding = live.filter((slot) => slot.txnOpen);
+  // A transaction held through a whole stall, with input waiting, is one the program never ends:
+  // hanging, whether or not the restart comes just before the end (the broker must show it open).
+  const hanging = holding.length > 0 && (await s.nemesis.cluster.brokerSaysTransactionOpen()) === true;
+  const at = (s.attempt.elapsed() / 1000).toFixed(1);
+  const found = hanging ? holding.map((slot) => `${slot.current.id} held a transaction open through a stall, input waiting, until the grader's liveness probe restarted it (+${at} s): it never commits or aborts it`) : [];
   const why = "stuck past keeps-up's bound with input waiting";
   for (const slot of holding.length ? holding : live) {
     s.attempt.history.mark('exit', slot.current.id, `liveness restart by the grader: ${why}`);
     await livenessRestart(s.nemesis, slot, why);
   }
+  return found;
 }
 
 /** Multi-instance labs: waits until the group is Stable with one member per running slot. */
