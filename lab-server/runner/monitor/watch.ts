@@ -52,8 +52,8 @@ export class AlertWatch {
    * Starts reading; stateOffsets: where __transaction_state ended when the attempt's topics were
    * created. Right after that creation, or just after a parallel grade's broker restart, the broker
    * may not host the new topic or __transaction_state yet (UNKNOWN_TOPIC_OR_PARTITION, "This server
-   * does not host this topic-partition", once ended a CI grade as an error): retriable answers start
-   * the consumer again.
+   * does not host this topic-partition", which would end the grade as an error): retriable answers
+   * start the consumer again.
    */
   async start(stateOffsets: { partition: number; offset: string }[]): Promise<void> {
     await retry(

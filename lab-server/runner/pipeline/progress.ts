@@ -18,7 +18,7 @@ const PIPELINE_QUIET_MS = 1_000;
  * A stage fed from the database (an outbox relay) shows its position nowhere in Kafka: its
  * output staying quiet is the only sign it is done. On a loaded machine a relay's poll, query and
  * transaction take longer than PIPELINE_QUIET_MS, and one restarted after the output last moved
- * has not published anything yet (a CI grade verified 13 events early): quiet must last longer.
+ * has not published anything yet: quiet must last longer.
  */
 const DATABASE_FED_QUIET_MS = 3_000;
 const DATABASE_FED_RESTARTED_QUIET_MS = 6_000;

@@ -122,7 +122,7 @@ export function createTerminalView(container: HTMLElement, options: { theme: The
 
   // xterm re-wraps at any character when the width shrinks: text laid out for the old width would
   // split words. Once the width settles, everything shown is written again, each fitted text laid
-  // out for the new width (program output is unchanged; xterm wraps it as before).
+  // out for the new width (program output is written unchanged: xterm wraps it itself).
   let relayoutTimer: ReturnType<typeof setTimeout> | undefined;
   let laidOutFor = terminal.cols;
   const relayout = () => {
