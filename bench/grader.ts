@@ -26,7 +26,8 @@ import { connectCluster } from '../lab-server/broker/cluster.ts';
 import { describeError } from '../src/shared/errors.ts';
 import { listLabIds } from '../lab-server/labs/load-lab.ts';
 import { gradeProgram, judgeFixture, labFixtures, type Fixture } from '../lab-server/runner/check-labs.ts';
-import { machineCpuSeconds, phaseTotals } from './machine-cpu.ts';
+import { phaseTotals } from '../lab-server/runner/phase-clock.ts';
+import { machineCpuSeconds } from './machine-cpu.ts';
 import { median } from './median.ts';
 
 const { values } = parseArgs({

@@ -19,13 +19,3 @@ export function machineCpuSeconds(): number | null {
   const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = fields;
   return (user + nice + system + irq + softirq + steal) / TICKS_PER_SECOND;
 }
-
-/** Where a grade's time went, by kind of stretch: the faults summed per kind (`fault 3: kill` counts as `faults: kill`). */
-export function phaseTotals(phases: readonly { name: string; ms: number }[]): Map<string, number> {
-  const totals = new Map<string, number>();
-  for (const { name, ms } of phases) {
-    const key = name.replace(/^fault \d+: ([\w-]+).*$/, 'faults: $1');
-    totals.set(key, (totals.get(key) ?? 0) + ms);
-  }
-  return totals;
-}

@@ -35,8 +35,9 @@ export async function isKafkaAt(address: string, timeoutMs = 3_000, options: { p
   } catch {
     return false;
   } finally {
-    // The answer is in hand (or the broker is down): closing the probe's client has nothing to add.
-    await admin.disconnect().catch(() => {});
+    await admin.disconnect().catch(() => {
+      // The answer is in hand (or the broker is down): closing the probe's client has nothing to add.
+    });
   }
 }
 

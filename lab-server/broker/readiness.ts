@@ -73,9 +73,12 @@ async function warmUpCoordinators(cluster: StartingCluster): Promise<void> {
     if (err instanceof KafkaIqError) throw err;
     throw new KafkaIqError('BROKER_START_FAILED', `Kafka's coordinators did not load (${describeError(err)}): see ${displayPath(cluster.logFile)}.`, { cause: err });
   } finally {
-    // Readiness is decided: clients that fail to close here have nothing to add to it.
-    await producer.disconnect().catch(() => {});
-    await admin.disconnect().catch(() => {});
+    await producer.disconnect().catch(() => {
+      // Readiness is decided: clients that fail to close here have nothing to add to it.
+    });
+    await admin.disconnect().catch(() => {
+      // The same for the admin client.
+    });
   }
 }
 

@@ -121,9 +121,10 @@ export class ServerDatabases {
     }
     await this.withServer(async (admin) => {
       try {
-        // A lab server that crashed mid-attempt may have left these behind. A drop that fails
-        // leaves them there, and the CREATE below then says why: never one that already exists.
-        await admin.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)}`).catch(() => {});
+        await admin.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)}`).catch(() => {
+          // A lab server that crashed mid-attempt may have left these behind. A drop that fails
+          // leaves them there, and the CREATE below then says why: never one that already exists.
+        });
         await admin.query(`DROP ROLE IF EXISTS ${quoteIdent(role)}`).catch(() => {}); // as the DROP DATABASE above
         await admin.query(`CREATE ROLE ${quoteIdent(role)} LOGIN PASSWORD '${password}' NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS CONNECTION LIMIT 32`);
         await admin.query(`CREATE DATABASE ${quoteIdent(name)} TEMPLATE ${quoteIdent(template)} OWNER ${quoteIdent(role)}`);

@@ -238,8 +238,9 @@ export class ConnectionQueue {
     const names = this.statements.get(handlerId);
     this.statements.delete(handlerId);
     for (const name of names ?? []) {
-      // Already gone (DISCARD ALL, a failed PREPARE): nothing left to free.
-      await this.db.exec(`DEALLOCATE "${name.replace(/"/g, '""')}"`).catch(() => {});
+      await this.db.exec(`DEALLOCATE "${name.replace(/"/g, '""')}"`).catch(() => {
+        // Already gone (DISCARD ALL, a failed PREPARE): nothing left to free.
+      });
     }
   }
 }

@@ -7,7 +7,7 @@ import { KafkaIqError } from '../../src/shared/errors.ts';
 import { LABS_DIR } from '../core/paths.ts';
 import { CHECK_NAMES, type CheckName } from '../../src/shared/report.ts';
 import { parseExpectFail } from '../../src/shared/lab-coverage.ts';
-import { applyMistake, parseMistake } from '../../src/shared/mistake.ts';
+import { applyMistake, describeVariant, parseMistake } from '../../src/shared/mistake.ts';
 import { clientFile, KAFKA_CLIENTS, type KafkaClient } from '../../src/shared/clients.ts';
 import { apiLabProblems } from './api-rules.ts';
 import { learnerNames } from '../kafka/attempt-names.ts';
@@ -22,6 +22,10 @@ export interface BrokenVariant {
   base: string | null;
   /** The check this variant must fail, from its first line `// expect-fail: <check>`. */
   expectFail: CheckName;
+  /** What its comment lines say the mistake is, as prose. */
+  about: string;
+  /** A mistake's hunks as its .diff declares them, or null for a whole program. */
+  edits: string | null;
 }
 
 export interface LoadedLab {
@@ -128,18 +132,18 @@ export function loadBrokenVariants(id: string, dir: string): BrokenVariant[] {
       throw new KafkaIqError('LAB_INVALID', `${where} must start with '// expect-fail: <check>' naming one of: ${CHECK_NAMES.join(', ')}.`);
     }
     const name = f.replace(/\.(ts|diff)$/, '');
+    const { comments, about, edits } = describeVariant(text);
     if (f.endsWith('.ts')) {
       // A whole program drifts from the solution it should differ from by one mistake: it must say why it is one.
-      const header = text.split('\n').filter((_, i, lines) => lines.slice(0, i + 1).every((l) => l.startsWith('//')));
-      if (!header.some((l) => /^\/\/ Whole program: \S/.test(l))) {
+      if (!comments.some((l) => /^\/\/ Whole program: \S/.test(l))) {
         throw new KafkaIqError('LAB_INVALID', `${where} is a whole program: make it broken/${name}.diff, the solution plus its mistake (AUTHORING.md), or say why it cannot be one in a '// Whole program: <why>' line of its first comment.`);
       }
-      return { name, file, source: text, base: null, expectFail };
+      return { name, file, source: text, base: null, expectFail, about, edits: null };
     }
     const mistake = parseMistake(text, where);
     const solution = path.join(dir, mistake.base);
     if (!fs.existsSync(solution)) throw new KafkaIqError('LAB_INVALID', `${where}: '--- ${mistake.base}': labs/${id} has no ${mistake.base}.`);
-    return { name, file, source: applyMistake(mistake, fs.readFileSync(solution, 'utf8'), where), base: mistake.base, expectFail };
+    return { name, file, source: applyMistake(mistake, fs.readFileSync(solution, 'utf8'), where), base: mistake.base, expectFail, about, edits };
   });
 }
 

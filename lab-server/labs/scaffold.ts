@@ -3,8 +3,8 @@ import path from 'node:path';
 import { labIdSchema } from '../../src/shared/lab.ts';
 import { parseWithFriendlyErrors } from '../../src/shared/validate.ts';
 import { KafkaIqError } from '../../src/shared/errors.ts';
-import { parseMistake } from '../../src/shared/mistake.ts';
 import { LABS_DIR, ROOT_DIR } from '../core/paths.ts';
+import { loadBrokenVariants } from './load-lab.ts';
 
 const TEMPLATE_DIR = path.join(ROOT_DIR, 'lab-server/labs/template');
 
@@ -25,9 +25,9 @@ export function scaffoldLab(id: string): string {
   // Every broken variant of copy: together they fail each of its checks (the coverage rule). A
   // mistake (.diff) follows the new lab's solution.ts when the author changes it; one made to
   // another client's solution is left out, as that solution is.
-  const broken = fs
-    .readdirSync(path.join(STARTING_POINT, 'broken'))
-    .filter((f) => f.endsWith('.ts') || (f.endsWith('.diff') && parseMistake(fs.readFileSync(path.join(STARTING_POINT, 'broken', f), 'utf8'), `labs/copy/broken/${f}`).base === 'solution.ts'));
+  const broken = loadBrokenVariants('copy', STARTING_POINT)
+    .filter((b) => b.base === null || b.base === 'solution.ts')
+    .map((b) => path.basename(b.file));
   for (const file of [...COPIED, ...broken.map((f) => `broken/${f}`)]) fs.copyFileSync(path.join(STARTING_POINT, file), path.join(dir, file));
   return dir;
 }

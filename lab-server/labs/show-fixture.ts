@@ -44,14 +44,8 @@ export async function showFixture(labId: string, fixture: string): Promise<Shown
 export function formatKnownMistakes(broken: readonly BrokenVariant[], options: { edits: boolean }): string {
   const lines = [`Known mistakes (${broken.length}):`];
   for (const variant of broken) {
-    const text = fs.readFileSync(variant.file, 'utf8').split('\n');
-    const comments = text.slice(0, text.findIndex((l) => !l.startsWith('//')));
-    const about = comments.slice(1).map((l) => l.replace(/^\/\/ ?/, '')).join(' ').trim();
-    lines.push(`  broken/${variant.name} must fail ${variant.expectFail}${variant.base ? '' : ' (a whole program)'}: ${about}`);
-    if (options.edits && variant.base) {
-      const from = text.findIndex((l) => l.startsWith('@@'));
-      lines.push(...text.slice(from).filter((l, i, all) => i < all.length - 1 || l !== '').map((l) => `      ${l}`));
-    }
+    lines.push(`  broken/${variant.name} must fail ${variant.expectFail}${variant.edits === null ? ' (a whole program)' : ''}: ${variant.about}`);
+    if (options.edits && variant.edits !== null) lines.push(...variant.edits.split('\n').map((l) => `      ${l}`));
   }
   return `${lines.join('\n')}\n`;
 }

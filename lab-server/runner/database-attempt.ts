@@ -186,8 +186,9 @@ export class AttemptDatabase {
       if (err instanceof KafkaIqError) throw err;
       throw new KafkaIqError('INVALID_INPUT', `sql: ${describeError(err)}`, { cause: err });
     } finally {
-      // The answer (or its error) is decided; a one-off client that fails to close changes neither.
-      await client.end().catch(() => {});
+      await client.end().catch(() => {
+        // The answer (or its error) is decided; a one-off client that fails to close changes neither.
+      });
     }
   }
 

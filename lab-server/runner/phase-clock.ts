@@ -29,3 +29,13 @@ export class PhaseClock {
     return this.current ? [...this.spans, { name: this.current.name, ms: now - this.current.since }] : [...this.spans];
   }
 }
+
+/** Where a grade's time went, by kind of stretch: the faults summed per kind (`fault 3: kill` counts as `faults: kill`). */
+export function phaseTotals(phases: readonly PhaseSpan[]): Map<string, number> {
+  const totals = new Map<string, number>();
+  for (const { name, ms } of phases) {
+    const key = name.replace(/^fault \d+: ([\w-]+).*$/, 'faults: $1');
+    totals.set(key, (totals.get(key) ?? 0) + ms);
+  }
+  return totals;
+}

@@ -173,8 +173,9 @@ export class InputWriter {
     const ended = this.lease(() => due.then(() => (txn.commit ? transaction.commit() : transaction.abort()))).finally(() =>
       bestEffort('disconnect the producer of a held seeding transaction', () => producer.disconnect()),
     );
-    // Seen by settled(); until then a failure must not surface as an unhandled rejection.
-    ended.catch(() => {});
+    ended.catch(() => {
+      // Seen by settled(); until then a failure must not surface as an unhandled rejection.
+    });
     this.held.push({ endNow, ended });
   }
 
@@ -237,8 +238,9 @@ export class InputWriter {
 
   async disconnect(): Promise<void> {
     for (const h of this.held) h.endNow();
-    // Shutting down: settled() is where a held transaction's failure counts.
-    await Promise.all(this.held.map((h) => h.ended.catch(() => {})));
+    await Promise.all(this.held.map((h) => h.ended.catch(() => {
+      // Shutting down: settled() is where a held transaction's failure counts.
+    })));
     await bestEffort('disconnect the seeding producer', () => this.producer.disconnect());
   }
 }

@@ -131,8 +131,9 @@ async function sendFile(req: IncomingMessage, res: ServerResponse, file: string 
     return;
   }
   const source = fs.createReadStream(file);
-  // A client that goes away mid-download is normal, not a server error.
-  await (gzip ? pipeline(source, zlib.createGzip(), res) : pipeline(source, res)).catch(() => {});
+  await (gzip ? pipeline(source, zlib.createGzip(), res) : pipeline(source, res)).catch(() => {
+    // A client that goes away mid-download is normal, not a server error.
+  });
 }
 
 /** Pages of the built site by file: their inline scripts' hashes, until the file changes. */

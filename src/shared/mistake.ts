@@ -124,3 +124,26 @@ export function applyMistake(mistake: Mistake, solution: string, where: string):
   for (const { hunk, at } of edits.reverse()) lines.splice(at, hunk.anchor.length, ...hunk.replacement);
   return [...mistake.header, ...lines].join('\n') + (trailingNewline ? '\n' : '');
 }
+
+/** What a broken variant's file says of itself, whole program (.ts) or mistake (.diff). */
+export interface VariantDescription {
+  /** Its opening `//` lines: `// expect-fail: <check>`, then what the mistake is. */
+  comments: string[];
+  /** Those lines after expect-fail, as prose. */
+  about: string;
+  /** A mistake's hunks (from the first `@@` on), or null for a whole program. */
+  edits: string | null;
+}
+
+export function describeVariant(text: string): VariantDescription {
+  const lines = text.replace(/\r\n/g, '\n').split('\n');
+  const end = lines.findIndex((l) => !l.startsWith('//'));
+  const comments = lines.slice(0, end === -1 ? lines.length : end);
+  const hunksFrom = lines.findIndex((l) => l.startsWith('@@'));
+  const isMistake = lines.some((l) => l.startsWith('--- ')) && hunksFrom >= 0;
+  return {
+    comments,
+    about: comments.slice(1).map((l) => l.replace(/^\/\/ ?/, '')).join(' ').trim(),
+    edits: isMistake ? lines.slice(hunksFrom).join('\n').trimEnd() : null,
+  };
+}

@@ -83,9 +83,10 @@ export class MonitorCast {
           });
           await txn.commit();
         } catch (err) {
-          // The send's or commit's error is the one counted; an abort that fails too leaves the
-          // transaction to the coordinator, which aborts it after its 30 s timeout.
-          await txn.abort().catch(() => {});
+          await txn.abort().catch(() => {
+            // The send's or commit's error is the one counted; an abort that fails too leaves the
+            // transaction to the coordinator, which aborts it after its 30 s timeout.
+          });
           throw err;
         }
         n++;

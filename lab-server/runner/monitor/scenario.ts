@@ -50,8 +50,9 @@ const SAMPLE_MS = 250;
  * is awaited first, Node must not take it for an unhandled rejection (which ends the process).
  */
 function settled<T>(promise: Promise<T>): Promise<T> {
-  // The failure itself reaches whoever awaits the promise; this handler only marks it handled.
-  promise.catch(() => {});
+  promise.catch(() => {
+    // The failure itself reaches whoever awaits the promise; this handler only marks it handled.
+  });
   return promise;
 }
 

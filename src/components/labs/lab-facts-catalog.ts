@@ -7,6 +7,7 @@ import { KafkaIqError } from '../../shared/errors.ts';
 import { labDefinitionSchema } from '../../shared/lab.ts';
 import { declaredFixtures, parseExpectFail } from '../../shared/lab-coverage.ts';
 import { labFacts, type LabFacts } from '../../shared/lab-facts.ts';
+import { describeVariant } from '../../shared/mistake.ts';
 import { parseWithFriendlyErrors } from '../../shared/validate.ts';
 
 const definitions = import.meta.glob<{ default: unknown }>('/labs/*/lab.ts', { eager: true });
@@ -48,15 +49,8 @@ export function allKnownMistakes(): Map<string, KnownMistake[]> {
   const byLab = new Map<string, KnownMistake[]>();
   for (const [path, source] of Object.entries(brokenSources).sort(([a], [b]) => a.localeCompare(b))) {
     const [, , id = '', , file = ''] = path.split('/');
-    const lines = source.split('\n');
-    const comments = lines.slice(0, lines.findIndex((l) => !l.startsWith('//')));
-    const hunksFrom = lines.findIndex((l) => l.startsWith('@@'));
-    const mistake: KnownMistake = {
-      program: `broken/${file.replace(/\.(ts|diff)$/, '')}`,
-      check: parseExpectFail(source) ?? '',
-      about: comments.slice(1).map((l) => l.replace(/^\/\/ ?/, '')).join(' ').trim(),
-      edits: file.endsWith('.diff') && hunksFrom >= 0 ? lines.slice(hunksFrom).join('\n').trimEnd() : null,
-    };
+    const { about, edits } = describeVariant(source);
+    const mistake: KnownMistake = { program: `broken/${file.replace(/\.(ts|diff)$/, '')}`, check: parseExpectFail(source) ?? '', about, edits };
     byLab.set(id, [...(byLab.get(id) ?? []), mistake]);
   }
   return byLab;
