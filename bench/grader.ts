@@ -7,7 +7,8 @@
  * median time per phase of a grade (stats.phases), and the whole machine's core-seconds per grade
  * (from /proc/stat: per grade with --parallel 1, else the run's total divided by its grades).
  * --sweep: every program gets both plans (default 20 full and 10 quick seeds), and each wrong
- * verdict prints the command that replays it. --only: the programs whose fixture name (solution,
+ * verdict prints the command that replays it; a broken variant with a `// full-plan:` line is
+ * graded on the full plan for its quick seeds too, as CI grades it. --only: the programs whose fixture name (solution,
  * starter.platformatic, broken/x, cmd/y) matches the regular expression.
  * Wrong verdicts, and passes whose longest pause passed half keeps-up's bound, leave their
  * report in --failures-dir (.kafkaiq/bench-failures); with --keep-reports, right verdicts do too.
@@ -77,7 +78,10 @@ const fixtures = (await labFixtures(labs))
 const rows: Row[] = [];
 const jobs: { row: Row; seed: number }[] = [];
 for (const fixture of fixtures) {
-  for (const [mode, count] of [['full', runs], ['quick', sweep || fixture.program.startsWith('solution') ? quickRuns : 0]] as const) {
+  const quickCount = sweep || fixture.program.startsWith('solution') ? quickRuns : 0;
+  // A variant CI grades on the full plan (its `// full-plan:` line) is swept there: its quick seeds too.
+  const counts = fixture.failPlan === 'full' ? ([['full', runs + quickCount]] as const) : ([['full', runs], ['quick', quickCount]] as const);
+  for (const [mode, count] of counts) {
     if (!count) continue;
     const row: Row = { fixture, mode, runs: count, right: 0, got: new Map(), times: [], stalls: [], replays: [], phases: [], cpu: [] };
     rows.push(row);

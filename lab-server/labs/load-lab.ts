@@ -26,6 +26,8 @@ export interface BrokenVariant {
   about: string;
   /** A mistake's hunks as its .diff declares them, or null for a whole program. */
   edits: string | null;
+  /** Why only the full plan catches it (its `// full-plan: <why>` line), or null: the quick plan does. */
+  fullPlan: string | null;
 }
 
 export interface LoadedLab {
@@ -132,18 +134,18 @@ export function loadBrokenVariants(id: string, dir: string): BrokenVariant[] {
       throw new KafkaIqError('LAB_INVALID', `${where} must start with '// expect-fail: <check>' naming one of: ${CHECK_NAMES.join(', ')}.`);
     }
     const name = f.replace(/\.(ts|diff)$/, '');
-    const { comments, about, edits } = describeVariant(text);
+    const { comments, about, edits, fullPlan } = describeVariant(text);
     if (f.endsWith('.ts')) {
       // A whole program drifts from the solution it should differ from by one mistake: it must say why it is one.
       if (!comments.some((l) => /^\/\/ Whole program: \S/.test(l))) {
         throw new KafkaIqError('LAB_INVALID', `${where} is a whole program: make it broken/${name}.diff, the solution plus its mistake (AUTHORING.md), or say why it cannot be one in a '// Whole program: <why>' line of its first comment.`);
       }
-      return { name, file, source: text, base: null, expectFail, about, edits: null };
+      return { name, file, source: text, base: null, expectFail, about, edits: null, fullPlan };
     }
     const mistake = parseMistake(text, where);
     const solution = path.join(dir, mistake.base);
     if (!fs.existsSync(solution)) throw new KafkaIqError('LAB_INVALID', `${where}: '--- ${mistake.base}': labs/${id} has no ${mistake.base}.`);
-    return { name, file, source: applyMistake(mistake, fs.readFileSync(solution, 'utf8'), where), base: mistake.base, expectFail, about, edits };
+    return { name, file, source: applyMistake(mistake, fs.readFileSync(solution, 'utf8'), where), base: mistake.base, expectFail, about, edits, fullPlan };
   });
 }
 

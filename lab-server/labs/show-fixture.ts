@@ -44,7 +44,7 @@ export async function showFixture(labId: string, fixture: string): Promise<Shown
 export function formatKnownMistakes(broken: readonly BrokenVariant[], options: { edits: boolean }): string {
   const lines = [`Known mistakes (${broken.length}):`];
   for (const variant of broken) {
-    lines.push(`  broken/${variant.name} must fail ${variant.expectFail}${variant.edits === null ? ' (a whole program)' : ''}: ${variant.about}`);
+    lines.push(`  broken/${variant.name} must fail ${variant.expectFail}${variant.edits === null ? ' (a whole program)' : ''}: ${variant.about}${variant.fullPlan ? ` Graded on the full plan: ${variant.fullPlan}` : ''}`);
     if (options.edits && variant.edits !== null) lines.push(...variant.edits.split('\n').map((l) => `      ${l}`));
   }
   return `${lines.join('\n')}\n`;

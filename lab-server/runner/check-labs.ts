@@ -60,6 +60,13 @@ export interface Fixture {
   databases?: DatabasePool;
   /** Graded on the 3-node cluster (a failover lab): the slowest grades, started first. */
   threeNodes?: boolean;
+  /**
+   * Which plan decides a program that must fail. 'quick': a broken variant, which the quick plan
+   * catches on every seed; 'full': a variant whose `// full-plan:` line says why only the full plan
+   * can; 'quick-then-full': a starter or a command fixture, which the full plan grades again when
+   * the quick plan missed.
+   */
+  failPlan?: 'quick' | 'full' | 'quick-then-full';
 }
 
 /** Every program a lab folder declares, with what grading it must give (the fixture matrix). */
@@ -78,7 +85,14 @@ export async function labFixtures(labIds: string[]): Promise<Fixture[]> {
         { lab: id, program: `solution.${client}`, input: code(files.solutionFile), expect: 'pass' as const },
         ...(files.starterFile ? [{ lab: id, program: `starter.${client}`, input: code(files.starterFile), expect: 'fail' as const }] : []),
       ]),
-      ...lab.broken.map((b) => ({ lab: id, program: `broken/${b.name}`, input: { kind: 'code' as const, code: b.source }, expect: 'fail' as const, check: b.expectFail })),
+      ...lab.broken.map((b) => ({
+        lab: id,
+        program: `broken/${b.name}`,
+        input: { kind: 'code' as const, code: b.source },
+        expect: 'fail' as const,
+        check: b.expectFail,
+        failPlan: b.fullPlan ? ('full' as const) : ('quick' as const),
+      })),
       ...lab.definition.commandFixtures.map((c) => ({ lab: id, program: `cmd/${c.name}`, input: { kind: 'command' as const, command: c.command }, expect: c.expect, check: c.check })),
     );
     if (threeNodes) for (const f of fixtures.slice(before)) f.threeNodes = true;
@@ -135,16 +149,21 @@ export async function runFixtures(
       let got: string;
       let ok: boolean;
       try {
-        // A program that must fail is first graded with the lab's short plan: when that already
-        // catches it on the named check, the full plan has nothing left to prove and CI saves
-        // half the time. Otherwise (and always for programs that must pass) the full plan decides.
+        // A program that must fail is graded with the lab's short plan when that catches it on
+        // every seed (a broken variant without a full-plan line): the full plan would prove nothing
+        // more, and CI saves half the time. A starter or command fixture the quick plan missed is
+        // graded again on the full plan, which decides; programs that must pass take the full plan.
         const databases = fixture.databases;
-        let report = await gradeProgram(lane, fixture.lab, fixture.input, { quick: options.quick || fixture.expect === 'fail', databases });
+        const failPlan = fixture.expect === 'fail' ? (fixture.failPlan ?? 'quick-then-full') : null;
+        // A variant that says only the full plan catches it takes the full plan under --quick too.
+        const quick = failPlan === 'full' ? false : options.quick || failPlan === 'quick' || failPlan === 'quick-then-full';
+        let report = await gradeProgram(lane, fixture.lab, fixture.input, { quick, databases });
         ({ ok, got } = judgeFixture(fixture, report));
-        if (!ok && fixture.expect === 'fail' && !options.quick) {
+        if (!ok && failPlan === 'quick-then-full' && !options.quick) {
           report = await gradeProgram(lane, fixture.lab, fixture.input, { databases });
           ({ ok, got } = judgeFixture(fixture, report));
-        } else if (fixture.expect === 'fail' && !options.quick) got += ' [quick plan]';
+        } else if (quick && failPlan && !options.quick) got += ' [quick plan]';
+        else if (failPlan === 'full') got += ' [full plan]';
         if (!ok) {
           // What CI prints must be enough to tell a grader bug from a flaky fixture: the seed,
           // and the first evidence of each check that went the wrong way.

@@ -129,11 +129,18 @@ export function applyMistake(mistake: Mistake, solution: string, where: string):
 export interface VariantDescription {
   /** Its opening `//` lines: `// expect-fail: <check>`, then what the mistake is. */
   comments: string[];
-  /** Those lines after expect-fail, as prose. */
+  /** Those lines after expect-fail, as prose (without a full-plan line). */
   about: string;
+  /**
+   * Why the lab's quick plan cannot catch it, from a `// full-plan: <why>` line: such a variant is
+   * always graded on the full plan. null: the quick plan catches it on every seed.
+   */
+  fullPlan: string | null;
   /** A mistake's hunks (from the first `@@` on), or null for a whole program. */
   edits: string | null;
 }
+
+const FULL_PLAN = /^\/\/ full-plan: (\S.*)$/;
 
 export function describeVariant(text: string): VariantDescription {
   const lines = text.replace(/\r\n/g, '\n').split('\n');
@@ -141,9 +148,11 @@ export function describeVariant(text: string): VariantDescription {
   const comments = lines.slice(0, end === -1 ? lines.length : end);
   const hunksFrom = lines.findIndex((l) => l.startsWith('@@'));
   const isMistake = lines.some((l) => l.startsWith('--- ')) && hunksFrom >= 0;
+  const fullPlanLine = comments.find((l) => FULL_PLAN.test(l));
   return {
     comments,
-    about: comments.slice(1).map((l) => l.replace(/^\/\/ ?/, '')).join(' ').trim(),
+    about: comments.slice(1).filter((l) => l !== fullPlanLine).map((l) => l.replace(/^\/\/ ?/, '')).join(' ').trim(),
+    fullPlan: fullPlanLine ? FULL_PLAN.exec(fullPlanLine)![1]!.trim() : null,
     edits: isMistake ? lines.slice(hunksFrom).join('\n').trimEnd() : null,
   };
 }

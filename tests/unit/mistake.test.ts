@@ -7,7 +7,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { listLabIds, loadBrokenVariants, loadLab } from '../../lab-server/labs/load-lab.ts';
-import { applyMistake, parseMistake } from '../../src/shared/mistake.ts';
+import { applyMistake, describeVariant, parseMistake } from '../../src/shared/mistake.ts';
+import { labFixtures } from '../../lab-server/runner/check-labs.ts';
 import { typeCheckPrograms } from '../support/type-check.ts';
 
 const SOLUTION = ['// the solution', "import x from 'y';", '', 'const a = 1;', 'const b = 2;', 'send(a);', 'commit(b);', 'const a2 = 1;', 'const b2 = 2;', ''].join('\n');
@@ -69,6 +70,17 @@ describe('a whole-program variant', () => {
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('a variant only the full plan catches', () => {
+  it('says why in a full-plan line, kept out of what the mistake is, and CI grades it on the full plan only', async () => {
+    const text = ['// expect-fail: no-loss', '// Drops the batch.', '// full-plan: only the full plan restarts the broker.', '--- solution.ts', '+++ b', '@@', '-a', '+b', ''].join('\n');
+    expect(describeVariant(text)).toMatchObject({ about: 'Drops the batch.', fullPlan: 'only the full plan restarts the broker.' });
+    expect(describeVariant(mistake('@@', '-send(a);', '+send(b);')).fullPlan).toBeNull();
+    const plans = new Map((await labFixtures(listLabIds())).filter((f) => f.program.startsWith('broken/')).map((f) => [`${f.lab}/${f.program}`, f.failPlan]));
+    expect(plans.get('multi-stage/broken/enrich-offsets-after-commit')).toBe('full');
+    expect(plans.get('copy/broken/read-uncommitted')).toBe('quick');
   });
 });
 

@@ -42,6 +42,8 @@ export interface KnownMistake {
   about: string;
   /** A mistake's hunks (`@@` on), or null for a whole-program variant. */
   edits: string | null;
+  /** Why only the full plan catches it (its `// full-plan:` line), or null. */
+  fullPlan: string | null;
 }
 
 /** Every lab's broken variants, by lab id, in name order. */
@@ -49,8 +51,8 @@ export function allKnownMistakes(): Map<string, KnownMistake[]> {
   const byLab = new Map<string, KnownMistake[]>();
   for (const [path, source] of Object.entries(brokenSources).sort(([a], [b]) => a.localeCompare(b))) {
     const [, , id = '', , file = ''] = path.split('/');
-    const { about, edits } = describeVariant(source);
-    const mistake: KnownMistake = { program: `broken/${file.replace(/\.(ts|diff)$/, '')}`, check: parseExpectFail(source) ?? '', about, edits };
+    const { about, edits, fullPlan } = describeVariant(source);
+    const mistake: KnownMistake = { program: `broken/${file.replace(/\.(ts|diff)$/, '')}`, check: parseExpectFail(source) ?? '', about, edits, fullPlan };
     byLab.set(id, [...(byLab.get(id) ?? []), mistake]);
   }
   return byLab;
