@@ -115,6 +115,11 @@ export const faultRecordSchema = z
       .optional()
       .describe('at-point: it hit one of aimedAt; fallback: the program did not reach them in time, so it fired elsewhere (or at a seeded moment) and stays owed'),
     try: z.number().int().min(1).optional().describe('1 for the planned injection, 2 and up when an owed fault was armed again'),
+    producer: z
+      .string()
+      .max(249)
+      .optional()
+      .describe("The transactional.id of the producer whose call the fault held, as the grader's relay read it on the wire"),
     note: z.string().optional(),
   })
   .strict();

@@ -1,6 +1,8 @@
 /**
- * The driver of our compiled bundle: the kafkajs wrapper (runner/program/child) reports each call over
- * IPC, says whether a transaction is open, and holds at an armed crash point.
+ * The driver of our compiled bundle. In the sandbox, the relay reads the program's connections and
+ * reports each call, whether a transaction is open, and holds the message at an armed crash point
+ * (runner/wire/wire-tap.ts); without one (a learner's own machine), the client wrappers inside the
+ * process do (runner/program/child).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { CrashPoint, FaultRecord } from '../../../src/shared/report.ts';
@@ -58,7 +60,9 @@ export class InstrumentedDriver implements ProgramDriver {
       }
     }
     if (!event) await sleep(fault.delayMs);
-    return { instance, event: event && (await confirmedByBroker(ctx, event)) };
+    // Read on the wire, a hit's "transaction open" is already the relay's view of the instance's
+    // own producer (wire-tap.ts); reported from inside the process, the broker must confirm it.
+    return { instance, event: event && (instance.wireWatched ? event : await confirmedByBroker(ctx, event)) };
   }
 
   async openTransactionNow(_ctx: DriverContext, slot: Slot): Promise<boolean | null> {

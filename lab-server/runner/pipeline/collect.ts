@@ -47,7 +47,14 @@ export async function collectPipeline(scenario: PlannedPipeline, played: Played)
     transactions: played.abandoned ? { heldAtEnd: played.heldAtEnd, ...played.abandoned } : null,
   };
   const abortedRecords = outputMatch(collected, history)?.abortedRecords ?? 0;
-  const faults = timeline.faults;
+  // A transaction opened for show, beside work done outside it, is no place to test exactly-once:
+  // a fault counts as inside one only when its producer committed a transaction carrying records
+  // in this grade (the relay saw it), before or after. The report keeps each fault as it landed.
+  const decoys = timeline.faults.filter((f) => f.inTransaction && f.producer !== undefined && !scenario.committingProducers.has(f.producer));
+  const faults = timeline.faults.map((f) => (decoys.includes(f) ? { ...f, inTransaction: false } : f));
+  const decoyNote = decoys.length
+    ? ` ${decoys.length === 1 ? 'One fault' : `${decoys.length} faults`} held a transaction of a producer that never committed one carrying records (${[...new Set(decoys.map((f) => f.producer))].join(', ')}): not counted as inside a transaction.`
+    : '';
   return {
     checks: runCheckers(lab.checks, collected, history),
     // A lab whose only output is an external effect (a database, an API) has no output log to keep intact.
@@ -61,7 +68,7 @@ export async function collectPipeline(scenario: PlannedPipeline, played: Played)
         scenario.obligations.inconclusiveMessage() ??
         (attempt.driver.hitTransaction(faults, abortedRecords)
           ? null
-          : `All checks held, but no fault landed inside an open transaction, so exactly-once was not really tested: grade again (another seed).`),
+          : `All checks held, but no fault landed inside an open transaction, so exactly-once was not really tested: grade again (another seed).${decoyNote}`),
       passMessage: `All ${checks.length} checks held under ${faults.length} faults (${faults.filter((f) => f.inTransaction).length} inside open transactions).${scenario.obligations.designNote()}`,
     }),
   };

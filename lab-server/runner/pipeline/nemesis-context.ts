@@ -125,7 +125,7 @@ export function recordFault(
   parts: Pick<NemesisParts, 'attempt' | 'lab' | 'liveness' | 'gradePlan'>,
   fault: Pick<PlannedFault, 'kind'> & Partial<Pick<PlannedFault, 'points' | 'attempt' | 'ordinal'>>,
   instance: string,
-  event: (Pick<AimedHit, 'point' | 'txnOpen'> & { aimedAt?: string; unconfirmed?: boolean }) | null,
+  event: (Pick<AimedHit, 'point' | 'txnOpen' | 'transactionalId'> & { aimedAt?: string; unconfirmed?: boolean }) | null,
   txnOpen: boolean | null,
   note?: string,
 ): FaultRecord {
@@ -150,6 +150,7 @@ export function recordFault(
     inTransaction: event ? event.txnOpen || insideUnitOfWork(event.point) : txnOpen,
     ...(aimedAt ? { aimedAt, landed } : {}),
     ...(fault.attempt && fault.attempt > 1 ? { try: fault.attempt } : {}),
+    ...(event?.transactionalId ? { producer: event.transactionalId } : {}),
     ...(note ? { note } : {}),
   };
   attempt.history.fault(record);

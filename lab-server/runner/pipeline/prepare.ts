@@ -12,7 +12,7 @@ import { Supervisor, supervisorPolicy } from '../program/supervisor.ts';
 import type { PipelineState, Prepared } from './state.ts';
 
 /** The supervisor of a pipeline's instances: each start, exit and IPC event goes to the history. */
-export function pipelineSupervisor(scenario: Pick<PipelineState, 'attempt' | 'stallWatch' | 'progressTracker' | 'reachedPoints' | 'env'>): Supervisor {
+export function pipelineSupervisor(scenario: Pick<PipelineState, 'attempt' | 'stallWatch' | 'progressTracker' | 'reachedPoints' | 'committingProducers' | 'env'>): Supervisor {
   const { attempt } = scenario;
   const history = attempt.history;
   return new Supervisor(
@@ -40,6 +40,7 @@ export function pipelineSupervisor(scenario: Pick<PipelineState, 'attempt' | 'st
         // machine, retries after a broker restart): it keeps the settle phase from giving up early.
         if (event.t === 'call' && (event.point === 'after:commit' || event.point === 'after:db-commit') && attempt.phase === 'settling') scenario.progressTracker.lastActivityAt = Date.now();
         if (event.t === 'call' && event.point === 'after:commit') history.mark('commit', instance.id);
+        if (event.t === 'call' && event.point === 'after:commit' && event.transactionalId && (event.records ?? 0) > 0 && scenario.committingProducers.size < 256) scenario.committingProducers.add(event.transactionalId);
         if (event.t === 'call' && event.point === 'after:db-commit') history.mark('commit', instance.id, 'database');
         if (event.t === 'call' && event.point === 'after:abort') history.mark('abort', instance.id);
         if (event.t === 'failed' && (event.op === 'commit' || event.op === 'sendOffsets')) history.mark('abort', instance.id, `${event.op} failed: ${event.error}`);

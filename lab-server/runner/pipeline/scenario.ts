@@ -41,6 +41,7 @@ export class PipelineScenario implements Scenario<Played>, PipelineState {
   faultsDone = 0;
   /** Every crash point some incarnation of the program reached (a 'call' or 'hit' event). */
   readonly reachedPoints = new Set<CrashPoint>();
+  readonly committingProducers = new Set<string>();
   readonly obligations = new FaultObligations(this.reachedPoints, (line) => this.attempt.sink.system(line));
   readonly stallWatch: StallWatch;
   /** Holds, stalls and transactions held at the end (liveness.ts). */

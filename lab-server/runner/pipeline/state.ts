@@ -57,6 +57,8 @@ export interface PipelineState {
   readonly obligations: FaultObligations;
   /** Every crash point some incarnation of the program reached. */
   readonly reachedPoints: Set<CrashPoint>;
+  /** Transactional ids that committed a transaction carrying records, as the relay read it on the wire. */
+  readonly committingProducers: Set<string>;
   readonly prepared: Prepared;
   /** What the fault handlers and the driver see (nemesis-context.ts). */
   readonly nemesis: NemesisContext;

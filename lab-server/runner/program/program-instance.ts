@@ -8,6 +8,7 @@ import { moduleGateFile } from './builtins.ts';
 import { InstanceSandbox } from './sandbox/launch.ts';
 import { sandboxPolicy } from './sandbox/policy.ts';
 import { parseChildEvent } from './child/event-schema.ts';
+import { WireTap } from '../wire/wire-tap.ts';
 
 /** How a learner program is started: our compiled bundle, or an instructor's command. */
 export type ProgramSource =
@@ -34,6 +35,11 @@ export interface ProgramProcess {
   readonly alive: boolean;
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   send(command: RunnerCommand): void;
+  /**
+   * Whether its calls, crash points and transactions are read on the wire by the sandbox's relay
+   * (runner/wire/wire-tap.ts) rather than reported from inside its process.
+   */
+  readonly wireWatched?: boolean;
   signal(signal: NodeJS.Signals): void;
   pause(): void;
   resume(): void;
@@ -73,6 +79,7 @@ export class ProgramInstance extends EventEmitter<{
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   private readonly child: ChildProcess;
   private readonly sandbox: InstanceSandbox | null;
+  private readonly tap: WireTap | null;
 
   constructor(
     readonly id: string,
@@ -84,10 +91,13 @@ export class ProgramInstance extends EventEmitter<{
     super();
     const policy = source.kind === 'bundle' ? sandboxPolicy() : null;
     const channelEnv: Record<string, string> = source.kind === 'bundle' ? { [CHANNEL_FD_ENV]: String(CHANNEL_FD) } : {};
+    this.tap = source.kind === 'bundle' && policy?.sandboxed ? new WireTap() : null;
     this.sandbox =
       source.kind === 'bundle' && policy?.sandboxed
-        ? new InstanceSandbox(policy.runtime, { file: source.file, group: groupName(source.writeDir), instance: `${id}-${incarnation}-${process.hrtime.bigint()}`, nodeArgs: (inside) => nodeArgs(inside.program, [inside.program.replace(/\/[^/]+$/, ''), inside.relay], inside.tmp, limits, inside.gate, inside.relay) }, { ...env, ...channelEnv })
+        ? new InstanceSandbox(policy.runtime, { file: source.file, group: groupName(source.writeDir), instance: `${id}-${incarnation}-${process.hrtime.bigint()}`, nodeArgs: (inside) => nodeArgs(inside.program, [inside.program.replace(/\/[^/]+$/, ''), inside.relay], inside.tmp, limits, inside.gate, inside.relay) }, { ...env, ...channelEnv }, undefined, this.tap)
         : null;
+    this.tap?.on('event', (event) => this.emit('event', event));
+    this.tap?.on('line', (line) => this.emit('line', 'stderr', `[grader] ${line}`));
     const argv = this.sandbox ? withCpuLimit(this.sandbox.argv, limits) : commandLine(source, limits);
     const baseEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin', ...(source.kind === 'command' && process.env.JAVA_HOME ? { JAVA_HOME: process.env.JAVA_HOME } : {}) };
     try {
@@ -112,6 +122,7 @@ export class ProgramInstance extends EventEmitter<{
           if (name) [code, signal] = [null, name];
         }
         const done = () => {
+          this.tap?.dropHeld();
           this.state = 'exited';
           this.emit('exit', code, signal);
           resolve({ code, signal });
@@ -138,7 +149,12 @@ export class ProgramInstance extends EventEmitter<{
       const splitter = new BoundedLineSplitter((line, cut) => {
         if (cut) return;
         const event = parseEvent(line);
-        if (event) this.emit('event', event);
+        if (!event) return;
+        if (!this.tap) this.emit('event', event);
+        // Watched on the wire, the program's own reports decide nothing. The one exception is an
+        // injected send error, which only the client library in its process can raise: its hit
+        // is taken for the moment it names, with the wire's word on whether a transaction was open.
+        else if (event.t === 'hit' && event.action === 'error') this.emit('event', { ...event, txnOpen: this.tap.transactionOpen });
       }, CHANNEL_LIMITS);
       // A reset channel is a program that died: its events end there, and 'exit' says why.
       channel.on('data', (chunk: Buffer) => splitter.push(chunk)).on('error', () => {});
@@ -159,13 +175,23 @@ export class ProgramInstance extends EventEmitter<{
     return this.sandbox !== null;
   }
 
+  get wireWatched(): boolean {
+    return this.tap !== null;
+  }
+
   send(command: RunnerCommand): void {
+    if (this.tap) {
+      this.tap.command(command);
+      // Only an injected send error is armed inside the process (see the channel above).
+      if (command.t === 'arm' && command.action !== 'error') return;
+    }
     const channel = this.child.stdio[CHANNEL_FD] as Socket | undefined;
     if (channel && !channel.destroyed && channel.writable) channel.write(`${JSON.stringify(command)}\n`);
   }
 
   signal(signal: NodeJS.Signals): void {
     if (!this.alive || !this.child.pid) return;
+    if (signal === 'SIGKILL') this.tap?.dropHeld();
     if (this.sandbox) return this.sandbox.signal(signal);
     try {
       process.kill(-this.child.pid, signal);

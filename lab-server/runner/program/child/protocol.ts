@@ -9,13 +9,16 @@ export type InstrumentedOp = 'send' | 'sendOffsets' | 'commit' | 'abort' | 'comm
   | 'db-write'
   | 'db-commit';
 
-/** child -> runner */
+/**
+ * child -> runner. `transactionalId` is set only by the relay's wire tap (runner/wire/wire-tap.ts),
+ * never read from the channel (event-schema.ts refuses it): the producer a call or hit belongs to.
+ */
 export type ChildEvent =
   /** written: for commits, the topics the transaction wrote (which stage of a multi-stage program committed). */
-  | { t: 'call'; point: CrashPoint; txnOpen: boolean; records?: number; written?: string[] }
+  | { t: 'call'; point: CrashPoint; txnOpen: boolean; records?: number; written?: string[]; transactionalId?: string }
   | { t: 'failed'; op: InstrumentedOp; txnOpen: boolean; error: string }
   /** An armed crash point was reached; for 'kill' and 'pause' the call waits for the runner. */
-  | { t: 'hit'; point: CrashPoint; action: ArmAction; txnOpen: boolean }
+  | { t: 'hit'; point: CrashPoint; action: ArmAction; txnOpen: boolean; transactionalId?: string }
   /** A consumer of the program joined its group: the grader can take a killed instance out of it. */
   | { t: 'member'; groupId: string; memberId: string };
 

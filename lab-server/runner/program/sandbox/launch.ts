@@ -11,6 +11,7 @@ import { bwrapArgs, INSIDE, launcherArgv, type SandboxRuntime } from './bubblewr
 import { InstanceCgroup, type CgroupLimits } from './cgroup.ts';
 import { MODULE_GATE_NAME, moduleGateFile } from '../builtins.ts';
 import { endpointsFromEnv, HostRelay, planRelay } from './relay.ts';
+import type { WireTap } from '../../wire/wire-tap.ts';
 
 export interface SandboxLimits extends CgroupLimits {
   /** The size of the tmpfs at /tmp (its pages also count as the instance's memory). */
@@ -51,6 +52,7 @@ export class InstanceSandbox {
     program: SandboxedProgram,
     env: Record<string, string>,
     private readonly limits: SandboxLimits = DEFAULT_SANDBOX_LIMITS,
+    tap: WireTap | null = null,
   ) {
     fs.mkdirSync(sandboxRoot(), { recursive: true, mode: 0o711 });
     this.dir = fs.mkdtempSync(path.join(sandboxRoot(), 'i-'));
@@ -75,7 +77,7 @@ export class InstanceSandbox {
       const hosts = path.join(this.dir, 'hosts');
       fs.writeFileSync(hosts, hostsFile);
       if (owner) for (const p of [this.dir, sockets, bundle, hosts, ...files.map(([f]) => f)]) fs.chownSync(p, owner.uid, owner.gid);
-      this.relay = HostRelay.openSync(relayed, sockets, owner);
+      this.relay = HostRelay.openSync(relayed, sockets, owner, tap);
       this.cgroup = runtime.cgroups ? InstanceCgroup.create(runtime.cgroups, program.group, program.instance, limits) : null;
       const command = [INSIDE.node, ...program.nodeArgs({ program: `${INSIDE.program}/${path.basename(program.file)}`, relay: INSIDE.relay, tmp: INSIDE.tmp, gate: `${INSIDE.program}/${MODULE_GATE_NAME}` })];
       const bwrap = bwrapArgs(runtime, { files, socketDir: sockets, hostsFile: hosts, tmpfsBytes: limits.tmpfsBytes, command });

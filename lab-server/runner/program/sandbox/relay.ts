@@ -2,21 +2,28 @@
  * The grader's relay: the only way out of a sandbox's network namespace. The program's env names
  * its endpoints (KAFKA_BROKERS, its database URL, its lab API URL, ...); for each one the relay
  * listens on a Unix socket the sandbox sees, and inside the sandbox a tiny forwarder
- * (inner-relay.mjs) listens on that same address on the namespace's loopback. Bytes are copied
- * as they are, in both directions: nothing is parsed (Kafka's SASL and any TLS pass through).
- * Every other address answers "connection refused": the namespace has nothing else.
+ * (inner-relay.mjs) listens on that same address on the namespace's loopback. Every other address
+ * answers "connection refused": the namespace has nothing else.
  *
- * The relay is also the one place a per-attempt network fault (a cut connection) can be injected.
+ * With a wire tap (runner/wire/wire-tap.ts), each connection is decoded in its protocol (Kafka,
+ * PostgreSQL, HTTP/1.1, by the env variable that named the endpoint) and delivered message by
+ * message, unchanged: the tap names each message's crash point and may hold one, a request before
+ * the server sees it or an answer before the program does. That is where crash points live,
+ * outside the program's process. A frame the decoder refuses ends that connection only.
  */
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { KafkaIqError } from '../../../../src/shared/errors.ts';
+import { describeError, KafkaIqError } from '../../../../src/shared/errors.ts';
+import type { WireSegment } from '../../wire/contract.ts';
+import type { Hold, TappedConnection, WireProtocol, WireTap } from '../../wire/wire-tap.ts';
 
 export interface Endpoint {
   /** As the program's env names it (an IP literal or a host name). */
   host: string;
   port: number;
+  /** The protocol spoken there, from how the env names it; null: copied unread. */
+  protocol: WireProtocol | null;
 }
 
 /** What the forwarder inside the sandbox listens on, and where it sends each connection. */
@@ -28,6 +35,7 @@ export interface RelayedEndpoint extends Endpoint {
 }
 
 const DEFAULT_PORTS: Record<string, number> = { 'http:': 80, 'https:': 443, 'postgres:': 5432, 'postgresql:': 5432 };
+const URL_PROTOCOLS: Record<string, WireProtocol> = { 'http:': 'http', 'postgres:': 'postgres', 'postgresql:': 'postgres' };
 const HOST_PORT = /^\[?([A-Za-z0-9.:-]+?)\]?:(\d{1,5})$/;
 /** At most this many connections at once per endpoint: a program cannot exhaust the server's descriptors. */
 const MAX_CONNECTIONS_PER_ENDPOINT = 64;
@@ -45,10 +53,16 @@ export const RELAY_CONNECTION_RATE = { perSecond: 100, burst: 200 };
  */
 export function endpointsFromEnv(env: Record<string, string>): Endpoint[] {
   const found = new Map<string, Endpoint>();
+  let protocol: WireProtocol | null = null;
   const add = (host: string, port: number) => {
-    if (port > 0 && port < 65536) found.set(`${host}:${port}`, { host: host.toLowerCase(), port });
+    const key = `${host.toLowerCase()}:${port}`;
+    // Two variables naming one address in different protocols: copy it unread rather than guess.
+    const seen = found.get(key);
+    if (port > 0 && port < 65536) found.set(key, { host: host.toLowerCase(), port, protocol: seen && seen.protocol !== protocol ? null : protocol });
   };
-  for (const value of Object.values(env)) {
+  for (const [name, value] of Object.entries(env)) {
+    // A host:port list is Kafka's bootstrap list (KAFKA_BROKERS); a URL says its protocol by scheme.
+    protocol = /BROKERS|BOOTSTRAP/i.test(name) ? 'kafka' : null;
     if (value.length > 4096) continue;
     const parts = value.split(',').map((p) => p.trim());
     if (parts.every((p) => HOST_PORT.test(p))) {
@@ -61,6 +75,7 @@ export function endpointsFromEnv(env: Record<string, string>): Endpoint[] {
     if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) continue;
     try {
       const url = new URL(value);
+      protocol = URL_PROTOCOLS[url.protocol] ?? null;
       const port = url.port ? Number(url.port) : DEFAULT_PORTS[url.protocol];
       if (url.hostname && port) add(url.hostname.replace(/^\[|\]$/g, ''), port);
     } catch {
@@ -99,12 +114,14 @@ export class HostRelay {
   private readonly servers: net.Server[] = [];
   private readonly sockets = new Set<net.Socket>();
 
+  private constructor(private readonly tap: WireTap | null) {}
+
   /**
    * `hostDir` is where the sockets live on the host; the sandbox binds it at `path.dirname(socket)`.
    * Synchronous: a Unix socket is bound when listen() returns, so the sandbox can start right away.
    */
-  static openSync(relayed: RelayedEndpoint[], hostDir: string, owner: { uid: number; gid: number } | null): HostRelay {
-    const relay = new HostRelay();
+  static openSync(relayed: RelayedEndpoint[], hostDir: string, owner: { uid: number; gid: number } | null, tap: WireTap | null = null): HostRelay {
+    const relay = new HostRelay(tap);
     try {
       for (const endpoint of relayed) relay.listen(endpoint, path.join(hostDir, path.basename(endpoint.socket)), owner);
     } catch (err) {
@@ -132,8 +149,20 @@ export class HostRelay {
       };
       inside.on('error', end).on('close', end);
       outside.on('error', end).on('close', end);
-      inside.pipe(outside);
-      outside.pipe(inside);
+      if (this.tap && endpoint.protocol) {
+        const tap = this.tap;
+        const protocol = endpoint.protocol;
+        const connection = tap.connection(protocol);
+        const refuse = (err: unknown) => {
+          tap.refused(protocol, describeError(err));
+          end();
+        };
+        pumpMessages(inside, outside, connection.requests, (m) => connection.request(m), refuse);
+        pumpMessages(outside, inside, connection.responses, (m) => connection.response(m), refuse);
+      } else {
+        inside.pipe(outside);
+        outside.pipe(inside);
+      }
     });
     server.maxConnections = MAX_CONNECTIONS_PER_ENDPOINT;
     // A bind error shows up as connections refused inside the sandbox; the program reports those.
@@ -151,6 +180,71 @@ export class HostRelay {
     for (const socket of this.sockets) socket.destroy();
     this.sockets.clear();
   }
+}
+
+/**
+ * Copies one direction message by message: each segment the decoder cuts is written as it is,
+ * unless `hold` holds it, and then everything after it waits too (the protocol's order is kept).
+ * A held message is written when its hold says 'forward', and never when it says 'drop' (the
+ * instance was killed; its connection is closing).
+ */
+export function pumpMessages(
+  from: net.Socket,
+  to: net.Socket,
+  decoder: TappedConnection['requests'],
+  hold: (message: unknown) => Hold,
+  refuse: (err: unknown) => void,
+): void {
+  const queue: WireSegment<unknown>[] = [];
+  let holding = false;
+  let ended = false;
+  let waitingForDrain = false;
+  const drain = () => {
+    while (!holding && queue.length) {
+      const segment = queue.shift()!;
+      let held: Hold = null;
+      try {
+        held = segment.message === null ? null : hold(segment.message);
+      } catch (err) {
+        refuse(err);
+        return;
+      }
+      if (held) {
+        holding = true;
+        from.pause();
+        held.then((outcome) => {
+          if (outcome === 'drop' || to.destroyed) return;
+          to.write(segment.bytes);
+          holding = false;
+          if (!waitingForDrain) from.resume();
+          drain();
+        }, refuse);
+        return;
+      }
+      if (!to.write(segment.bytes) && !waitingForDrain) {
+        waitingForDrain = true;
+        from.pause();
+        to.once('drain', () => {
+          waitingForDrain = false;
+          if (!holding) from.resume();
+        });
+      }
+    }
+    if (ended && !holding && !queue.length) to.end();
+  };
+  from.on('data', (chunk: Buffer) => {
+    try {
+      queue.push(...decoder.push(chunk));
+    } catch (err) {
+      refuse(err);
+      return;
+    }
+    drain();
+  });
+  from.on('end', () => {
+    ended = true;
+    drain();
+  });
 }
 
 /** Whether one more event fits: `burst` at once, refilled at `perSecond`. */

@@ -1,0 +1,171 @@
+/**
+ * One program instance as the grader sees it on the wire: every connection its sandbox's relay
+ * carries (Kafka, PostgreSQL, the lab API) is decoded here, each message is named as a crash point
+ * by the point table (wire-points.ts), and the events the runner reads of a program (a call, a
+ * failed call, a hit, a group membership) are made from those, never from the program's word.
+ *
+ * Crash points are armed here, outside the program's process: the message at the armed point is
+ * held by the relay, before the server sees it ("before X") or before the program sees the answer
+ * ("after X"), while the runner kills or freezes the instance. Nothing of the arm is reachable
+ * from inside the sandbox.
+ */
+import { EventEmitter } from 'node:events';
+import { createRequire } from 'node:module';
+import type { ArmAction, ChildEvent, InstrumentedOp, RunnerCommand } from '../program/child/protocol.ts';
+import type { CrashPoint } from '../../../src/shared/report.ts';
+import { printable, type WireDecoder } from './contract.ts';
+import { KafkaConnectionDecoder, type KafkaRequest, type KafkaResponse } from './kafka-wire.ts';
+import { HttpRequestDecoder, HttpResponseDecoder, type HttpRequestMessage, type HttpResponseMessage } from './http-wire.ts';
+import { PostgresBackendDecoder, PostgresFrontendDecoder, type PostgresBackendMessage, type PostgresFrontendMessage } from './postgres-wire.ts';
+import { httpPoint, postgresPoint, type WirePoint } from './wire-points.ts';
+import { WireTransactions } from './wire-transactions.ts';
+
+export type WireProtocol = 'kafka' | 'postgres' | 'http';
+
+/** What the relay does with a message: deliver it now (null), or when the promise says. */
+export type Hold = Promise<'forward' | 'drop'> | null;
+
+/** One relayed connection: its two decoders, and what to do with each message they name. */
+export interface TappedConnection {
+  requests: WireDecoder<unknown>;
+  responses: WireDecoder<unknown>;
+  request(message: unknown): Hold;
+  response(message: unknown): Hold;
+}
+
+/** The events a tap emits: ChildEvent's shapes, so the runner reads a wire-watched program as it reads any. */
+export type WireEvent = ChildEvent;
+
+const require = createRequire(import.meta.url);
+const KAFKA_ERRORS = new Map<number, string>(
+  (require('kafkajs/src/protocol/error.js') as { errorCodes: Array<{ type: string; code: number }> }).errorCodes.map((e) => [e.code, e.type]),
+);
+const errorName = (code: number) => KAFKA_ERRORS.get(code) ?? `Kafka error ${code}`;
+
+interface Arm {
+  point: CrashPoint;
+  action: ArmAction;
+  remaining: number;
+  topic?: string;
+}
+
+export class WireTap extends EventEmitter<{ event: [WireEvent]; line: [string] }> {
+  private readonly transactions = new WireTransactions();
+  private armed: Arm | null = null;
+  /** Messages held at a hit: released to the server or the program on 'continue', dropped on a kill. */
+  private held: Array<(outcome: 'forward' | 'drop') => void> = [];
+  /** Group memberships already announced, so a heartbeat does not repeat one. */
+  private readonly members = new Set<string>();
+
+  /** A connection of the given protocol; its decoders' refusals end it (the relay's job). */
+  connection(protocol: WireProtocol): TappedConnection {
+    if (protocol === 'kafka') {
+      const kafka = new KafkaConnectionDecoder();
+      return {
+        requests: kafka.requests,
+        responses: kafka.responses,
+        request: (m) => this.kafka(m as KafkaRequest),
+        response: (m) => this.kafka(m as KafkaResponse),
+      };
+    }
+    if (protocol === 'postgres') {
+      const frontend = new PostgresFrontendDecoder();
+      const backend = new PostgresBackendDecoder();
+      let inTransaction = false;
+      return {
+        requests: frontend,
+        responses: backend,
+        request: (m) => {
+          const message = m as PostgresFrontendMessage;
+          if (message.kind === 'encryption-request') backend.expectEncryptionAnswer();
+          return this.point(postgresPoint(message, inTransaction));
+        },
+        response: (m) => {
+          const message = m as PostgresBackendMessage;
+          if (message.kind === 'encryption-answer' && message.accepted) frontend.encrypted();
+          if (message.kind === 'ready') inTransaction = message.status !== 'idle';
+          return this.point(postgresPoint(message, inTransaction));
+        },
+      };
+    }
+    const requests = new HttpRequestDecoder();
+    const responses = new HttpResponseDecoder();
+    return {
+      requests,
+      responses,
+      request: (m) => {
+        const message = m as HttpRequestMessage;
+        responses.requestSent(message.method);
+        return this.point(httpPoint(message));
+      },
+      response: (m) => this.point(httpPoint(m as HttpResponseMessage)),
+    };
+  }
+
+  /** The runner's commands that concern crash points: arm, disarm, continue. */
+  command(command: RunnerCommand): void {
+    if (command.t === 'arm') this.armed = { point: command.point, action: command.action, remaining: command.occurrence, ...(command.topic ? { topic: command.topic } : {}) };
+    else if (command.t === 'disarm') this.armed = null;
+    else this.release('forward');
+  }
+
+  /** The instance is gone (killed, or its sandbox ended): what was held is never delivered. */
+  dropHeld(): void {
+    this.release('drop');
+  }
+
+  /** A connection refused by a decoder, for the timeline. */
+  refused(protocol: WireProtocol, why: string): void {
+    this.emit('line', `the grader's relay closed one ${protocol} connection of this program: ${printable(why, 200)}`);
+  }
+
+  /** Whether any of the instance's producers has a transaction open at the broker. */
+  get transactionOpen(): boolean {
+    return this.transactions.anyOpen();
+  }
+
+  private release(outcome: 'forward' | 'drop'): void {
+    const held = this.held;
+    this.held = [];
+    for (const resolve of held) resolve(outcome);
+  }
+
+  private kafka(message: KafkaRequest | KafkaResponse): Hold {
+    const body = message.kind === 'request' ? message.body : null;
+    if (body && 'memberId' in body && body.memberId) {
+      const key = `${body.groupId}\u0000${body.memberId}`;
+      if (!this.members.has(key) && this.members.size < 64) {
+        this.members.add(key);
+        this.emit('event', { t: 'member', groupId: body.groupId.slice(0, 249), memberId: body.memberId.slice(0, 300) });
+      }
+    }
+    const found = this.transactions.apply(message, errorName);
+    if (!found) return null;
+    return this.point({ ...found, carries: () => this.transactions.carriesBatch(found.producerId, found.point) });
+  }
+
+  /** Reports the point as a call (or a failed one) and holds it when it is the armed one. */
+  private point(found: WirePoint | null): Hold {
+    if (!found) return null;
+    // As the runner keeps it per instance: whether any of its producers holds a transaction open.
+    const txnOpen = found.txnOpen ?? this.transactions.anyOpen();
+    const producer = found.transactionalId ? { transactionalId: printable(found.transactionalId, 249) } : {};
+    if (found.error) {
+      const op = found.point.slice(found.point.indexOf(':') + 1) as InstrumentedOp;
+      this.emit('event', { t: 'failed', op, txnOpen, error: found.error });
+      return null;
+    }
+    this.emit('event', { t: 'call', point: found.point, txnOpen, ...(found.records !== undefined ? { records: found.records } : {}), ...(found.point === 'after:commit' ? { written: found.written.slice(0, 64) } : {}), ...producer });
+    const armed = this.armed;
+    if (!armed || armed.point !== found.point) return null;
+    if (armed.topic && !found.written.includes(armed.topic)) return null;
+    if (--armed.remaining > 0) return null;
+    this.armed = null;
+    // "Inside a transaction" only when this instance's own transaction carries the batch.
+    const inside = found.carries ? found.carries() : txnOpen;
+    this.emit('event', { t: 'hit', point: found.point, action: armed.action, txnOpen: inside, ...producer });
+    // 'stop' lets the call go on (the runner sends SIGTERM); 'error' is the client's own (the in-process wrapper's).
+    if (armed.action === 'stop' || armed.action === 'error') return null;
+    return new Promise((resolve) => this.held.push(resolve));
+  }
+}

@@ -1,0 +1,171 @@
+/**
+ * What one program instance's own producers did, as the relay saw it on the wire: each producer's
+ * id and epoch (from InitProducerId answers), and its open transaction: the records it wrote to
+ * each topic, the partitions it added, the input offsets it put in, and whether it is ending.
+ * Never from the program's word, never from the partition-wide LSO (another producer's, or a
+ * decoy transaction of the same program, cannot stand in for the one carrying the batch).
+ *
+ * Also the crash point each Kafka message is (the first half of the point table, see
+ * wire-points.ts). Pure: messages in, state and points out.
+ */
+import type { CrashPoint } from '../../../src/shared/report.ts';
+import type { KafkaRequest, KafkaResponse } from './kafka-wire.ts';
+
+export interface OpenTransaction {
+  transactionalId: string | null;
+  /** Records written in it, per topic. */
+  records: Map<string, number>;
+  /** Input offsets put in it (TxnOffsetCommit), as `group/topic:partition`. */
+  offsets: Map<string, bigint>;
+  /** Set by an EndTxn request until its answer. */
+  ending: 'commit' | 'abort' | null;
+}
+
+interface Producer {
+  transactionalId: string | null;
+  epoch: number;
+  open: OpenTransaction | null;
+}
+
+/** A Kafka message as a crash point, with what it carries. */
+export interface KafkaPoint {
+  point: CrashPoint;
+  producerId: bigint | null;
+  /** Records a send carries. */
+  records?: number;
+  /** The topics the call writes (a send) or its transaction has written (offsets, commit, abort). */
+  written: string[];
+  /** For an answer: the broker's error, by name, when it refused the call. */
+  error?: string;
+  /** The producer's transactional id, for a transactional call. */
+  transactionalId?: string;
+}
+
+export class WireTransactions {
+  private readonly producers = new Map<bigint, Producer>();
+
+  /** Takes in a message the relay is about to deliver; returns the crash point it is, if any. */
+  apply(message: KafkaRequest | KafkaResponse, errorName: (code: number) => string): KafkaPoint | null {
+    return message.kind === 'request' ? this.request(message) : this.response(message, errorName);
+  }
+
+  /** The producer's open transaction, if any. */
+  transactionOf(producerId: bigint | null): OpenTransaction | null {
+    return producerId === null ? null : (this.producers.get(producerId)?.open ?? null);
+  }
+
+  /** Whether any producer of the instance has a transaction open at the broker (it wrote, added or put offsets in it). */
+  anyOpen(): boolean {
+    return [...this.producers.values()].some((p) => p.open !== null);
+  }
+
+  /**
+   * Whether the producer's transaction carries the batch being processed at `point`: output
+   * records, and from sendOffsets on the input offsets too. A transaction opened for show, or one
+   * that holds only offsets, carries nothing a crash could lose or duplicate.
+   */
+  carriesBatch(producerId: bigint | null, point: CrashPoint): boolean {
+    const open = this.transactionOf(producerId);
+    if (!open || open.ending === 'abort') return false;
+    const records = [...open.records.values()].reduce((a, b) => a + b, 0);
+    const needsOffsets = point !== 'before:send' && point !== 'after:send';
+    return records > 0 && (!needsOffsets || open.offsets.size > 0);
+  }
+
+  private producer(producerId: bigint, transactionalId: string | null): Producer {
+    let producer = this.producers.get(producerId);
+    if (!producer) {
+      producer = { transactionalId, epoch: -1, open: null };
+      this.producers.set(producerId, producer);
+    }
+    return producer;
+  }
+
+  private opened(producer: Producer): OpenTransaction {
+    producer.open ??= { transactionalId: producer.transactionalId, records: new Map(), offsets: new Map(), ending: null };
+    return producer.open;
+  }
+
+  private request(message: KafkaRequest): KafkaPoint | null {
+    const body = message.body;
+    if (!body) return null;
+    switch (body.api) {
+      case 'Produce': {
+        const batches = body.batches.filter((b) => !b.control && b.records > 0);
+        if (!batches.length) return null;
+        for (const batch of batches.filter((b) => b.transactional)) {
+          const open = this.opened(this.producer(batch.producerId, body.transactionalId));
+          open.records.set(batch.topic, (open.records.get(batch.topic) ?? 0) + batch.records);
+        }
+        const records = batches.reduce((n, b) => n + b.records, 0);
+        return { point: 'before:send', producerId: batches[0]!.producerId, records, written: [...new Set(batches.map((b) => b.topic))], ...(body.transactionalId ? { transactionalId: body.transactionalId } : {}) };
+      }
+      case 'AddPartitionsToTxn':
+        this.opened(this.producer(body.producerId, body.transactionalId));
+        return null;
+      case 'AddOffsetsToTxn':
+        this.opened(this.producer(body.producerId, body.transactionalId));
+        return null;
+      case 'TxnOffsetCommit': {
+        const open = this.opened(this.producer(body.producerId, body.transactionalId));
+        for (const o of body.offsets) open.offsets.set(`${body.groupId}/${o.topic}:${o.partition}`, o.offset);
+        return { point: 'before:sendOffsets', producerId: body.producerId, written: [...open.records.keys()], transactionalId: body.transactionalId };
+      }
+      case 'EndTxn': {
+        const producer = this.producer(body.producerId, body.transactionalId);
+        if (producer.open) producer.open.ending = body.committed ? 'commit' : 'abort';
+        return { point: body.committed ? 'before:commit' : 'before:abort', producerId: body.producerId, written: [...(producer.open?.records.keys() ?? [])], transactionalId: body.transactionalId };
+      }
+      case 'OffsetCommit':
+        return { point: 'before:commitOffsets', producerId: null, written: [] };
+      default:
+        return null;
+    }
+  }
+
+  private response(message: KafkaResponse, errorName: (code: number) => string): KafkaPoint | null {
+    const request = message.request;
+    const body = message.body;
+    if (!request || !body) return null;
+    if (body.api === 'InitProducerId' && request.api === 'InitProducerId') {
+      if (body.errorCode !== 0) return null;
+      // A new epoch for a transactional id ends (the broker aborts) the transaction its earlier epoch held.
+      for (const [id, p] of this.producers) if (request.transactionalId !== null && p.transactionalId === request.transactionalId && id !== body.producerId) p.open = null;
+      const producer = this.producer(body.producerId, request.transactionalId);
+      if (body.producerEpoch !== producer.epoch) producer.open = null;
+      producer.epoch = body.producerEpoch;
+      return null;
+    }
+    const firstError = (codes: number[]) => codes.find((c) => c !== 0);
+    if (body.api === 'Produce' && request.api === 'Produce') {
+      const batches = request.batches.filter((b) => !b.control && b.records > 0);
+      if (!batches.length) return null;
+      const error = firstError(body.partitions.map((p) => p.errorCode));
+      const written = [...new Set(batches.map((b) => b.topic))];
+      const transactionalId = request.transactionalId ? { transactionalId: request.transactionalId } : {};
+      return { point: 'after:send', producerId: batches[0]!.producerId, records: batches.reduce((n, b) => n + b.records, 0), written, ...transactionalId, ...(error ? { error: errorName(error) } : {}) };
+    }
+    if (body.api === 'TxnOffsetCommit' && request.api === 'TxnOffsetCommit') {
+      const error = firstError(body.errorCodes);
+      const written = [...(this.transactionOf(request.producerId)?.records.keys() ?? [])];
+      return { point: 'after:sendOffsets', producerId: request.producerId, written, transactionalId: request.transactionalId, ...(error ? { error: errorName(error) } : {}) };
+    }
+    if (body.api === 'OffsetCommit' && request.api === 'OffsetCommit') {
+      const error = firstError(body.errorCodes);
+      return { point: 'after:commitOffsets', producerId: null, written: [], ...(error ? { error: errorName(error) } : {}) };
+    }
+    if (body.api === 'EndTxn' && request.api === 'EndTxn') {
+      const producer = this.producers.get(request.producerId);
+      const written = [...(producer?.open?.records.keys() ?? [])];
+      const records = [...(producer?.open?.records.values() ?? [])].reduce((a, b) => a + b, 0);
+      if (producer?.open) {
+        // Ended either way once the coordinator accepted it; a refused EndTxn leaves it as it was.
+        if (body.errorCode === 0) producer.open = null;
+        else producer.open.ending = null;
+      }
+      const point: CrashPoint = request.committed ? 'after:commit' : 'after:abort';
+      return { point, producerId: request.producerId, written, records, transactionalId: request.transactionalId, ...(body.errorCode ? { error: errorName(body.errorCode) } : {}) };
+    }
+    return null;
+  }
+}
