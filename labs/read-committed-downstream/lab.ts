@@ -182,8 +182,8 @@ export default defineLab({
     consumer: { sessionTimeout: 3_000, heartbeatInterval: 300, rebalanceTimeout: 5_000, maxWaitTimeInMs: 100 },
     client: { retry: { initialRetryTime: 100, maxRetryTime: 1_000, retries: 10 } },
   },
-  // A cap for stuck programs, not a target: a correct program needs about 40 s, but a loaded
-  // 2-core machine once took 119 s (measured while four labs were graded on it at once).
+  // A cap for stuck programs, not a target: a correct program needs about 40 s alone, and three
+  // times that with four labs graded at once on two cores.
   timeLimitMs: 180_000,
   quickTimeLimitMs: 90_000,
 });

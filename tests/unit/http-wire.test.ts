@@ -6,7 +6,7 @@
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { WireProtocolError, type WireDecoder, type WireSegment } from '../../lab-server/runner/wire/contract.ts';
+import { segmentBuffers, WireProtocolError, type WireDecoder, type WireSegment } from '../../lab-server/runner/wire/contract.ts';
 import {
   HttpRequestDecoder,
   HttpResponseDecoder,
@@ -15,7 +15,7 @@ import {
 } from '../../lab-server/runner/wire/http-wire.ts';
 
 const bytes = (text: string) => Buffer.from(text, 'latin1');
-const text = (segment: WireSegment<unknown>) => segment.bytes.toString('latin1');
+const text = (segment: WireSegment<unknown>) => Buffer.concat(segmentBuffers(segment)).toString('latin1');
 
 /** Pushes the chunks in order; returns the segments, the decoded messages and all segment bytes joined. */
 function decode<M>(decoder: WireDecoder<M>, chunks: Buffer[]) {
@@ -23,7 +23,7 @@ function decode<M>(decoder: WireDecoder<M>, chunks: Buffer[]) {
   return {
     segments,
     messages: segments.flatMap((segment) => (segment.message ? [segment.message] : [])),
-    joined: Buffer.concat(segments.map((segment) => segment.bytes)).toString('latin1'),
+    joined: Buffer.concat(segments.flatMap(segmentBuffers)).toString('latin1'),
   };
 }
 

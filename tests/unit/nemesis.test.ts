@@ -98,6 +98,7 @@ function fakeAttempt(options: { lab?: PipelineLab; control?: boolean; nodes?: nu
       removeFromGroups: async (i) => void left.push(i.id),
       awaitStableGroup: async () => {},
       env: (slot) => ({ TRANSACTIONAL_ID: `ns-tx-${slot}` }),
+      letStallShow: async () => {},
     },
     input: {
       get processed() {

@@ -4,7 +4,7 @@
  * answers). Frames are built by hand here, as the protocol chapter of PostgreSQL's docs lays them out.
  */
 import { describe, expect, it } from 'vitest';
-import { printable, WireProtocolError, type WireDecoder, type WireSegment } from '../../lab-server/runner/wire/contract.ts';
+import { printable, segmentBuffers, WireProtocolError, type WireDecoder, type WireSegment } from '../../lab-server/runner/wire/contract.ts';
 import { classifySql, PostgresBackendDecoder, PostgresFrontendDecoder } from '../../lab-server/runner/wire/postgres-wire.ts';
 
 const cstring = (text: string) => Buffer.concat([Buffer.from(text, 'utf8'), Buffer.from([0])]);
@@ -50,7 +50,7 @@ const errorResponse = (code: string, text: string) =>
 /** Pushes every chunk; checks that the segments' bytes are the pushed bytes, in order, each a whole message. */
 function decode<Message>(decoder: WireDecoder<Message>, ...chunks: Buffer[]): WireSegment<Message>[] {
   const segments = chunks.flatMap((chunk) => decoder.push(chunk));
-  expect(Buffer.concat(segments.map((segment) => segment.bytes)).equals(Buffer.concat(chunks))).toBe(true);
+  expect(Buffer.concat(segments.flatMap(segmentBuffers)).equals(Buffer.concat(chunks))).toBe(true);
   return segments;
 }
 
@@ -194,7 +194,7 @@ describe('PostgresFrontendDecoder', () => {
   it('keeps control characters of the SQL as they were sent; printing goes through printable', () => {
     const sql = 'INSERT INTO t VALUES (1)\r\n-- done\u001b[2J';
     const [segment] = decode(new PostgresFrontendDecoder(), startup, query(sql)).slice(1);
-    expect(segment!.bytes.equals(query(sql))).toBe(true);
+    expect(Buffer.concat(segmentBuffers(segment!)).equals(query(sql))).toBe(true);
     expect(segment!.message).toMatchObject({ kind: 'query', sql, statement: 'write' });
     expect(printable((segment!.message as { sql: string }).sql)).toBe('INSERT INTO t VALUES (1)??-- done?[2J');
   });
@@ -329,7 +329,7 @@ describe('damaged streams', () => {
         const pushed = damaged.subarray(0, 1 + random(damaged.length));
         try {
           const segments = decoder.push(pushed);
-          const out = Buffer.concat(segments.map((segment) => segment.bytes));
+          const out = Buffer.concat(segments.flatMap(segmentBuffers));
           expect(out.equals(pushed.subarray(0, out.length))).toBe(true);
         } catch (err) {
           expect(err).toBeInstanceOf(WireProtocolError);

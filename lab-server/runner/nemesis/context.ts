@@ -37,6 +37,8 @@ export interface ProgramView extends DriverProgramView {
   awaitStableGroup(members: number, timeoutMs: number): Promise<void>;
   /** The env of a slot's program (its TRANSACTIONAL_ID, say). */
   env(slot: number): Record<string, string>;
+  /** A wedged program: waits until keeps-up has seen its stall, before a fault restarts it (liveness.ts). */
+  letStallShow(): Promise<void>;
 }
 
 /** The cluster: the broker's controls and what it says. */

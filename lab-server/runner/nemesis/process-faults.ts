@@ -14,6 +14,9 @@ const SURVIVORS_TAKE_OVER_MS = 8_000;
 export const killFault: FaultHandler = async (ctx, fault, wave) => {
   const slot = target(ctx, fault.instance);
   const { instance, event } = await ctx.program.driver.armAndWrite(ctx, slot, fault, 'kill', wave);
+  // Firing by fallback at a program that wedged while the fault waited would heal the wedge
+  // before keeps-up saw it.
+  if (!event) await ctx.program.letStallShow();
   ctx.program.expectExit(instance);
   instance.signal('SIGKILL');
   await instance.exited;

@@ -22,6 +22,11 @@ export const STALL_BOUND_MS = 12_000;
  * would only repeat the finding, and the learner waits for the verdict.
  */
 const STUCK_AGAIN_MS = 3_000;
+/**
+ * A consumer that asked for no records this long has stopped: the labs' consumers wait at most
+ * 100 ms for records (maxWaitTimeInMs), so a working one asks several times a second.
+ */
+export const FETCH_STOPPED_MS = 3_000;
 /** The extra time a restart of a --cmd program may rightly take (see rebalanceMs). */
 const OPAQUE_START_MS = 20_000;
 /** An open output transaction whose LSO has not moved for this long is taken as pinned (see holdReason). */
@@ -87,7 +92,7 @@ export class PipelineLiveness {
    */
   stuckAgain(): boolean {
     const { maintenance, progressTracker, committedWritten } = this.src;
-    if (!this.stallFound || !this.liveTransactionOpen() || committedWritten <= progressTracker.processed) return false;
+    if (!this.stallFound || !this.liveInstanceWedged() || committedWritten <= progressTracker.processed) return false;
     if (maintenance.isDown || this.anInstanceIsPaused()) return false;
     return Date.now() - Math.max(progressTracker.lastActivityAt, progressTracker.lastStartAt, maintenance.lastDowntimeEndedAt) >= STUCK_AGAIN_MS;
   }
@@ -108,9 +113,21 @@ export class PipelineLiveness {
     return supervisor.zombies.size > 0 || [...supervisor.slots.values()].some((s) => s.current.state === 'paused');
   }
 
-  /** Whether a live instance says (through our wrapper) that it holds a transaction open. */
+  /** Whether a live instance holds a transaction open (read on the wire, or reported by its wrapper without a sandbox). */
   liveTransactionOpen(): boolean {
     return [...this.src.supervisor.slots.values()].some((s) => s.current.alive && s.txnOpen);
+  }
+
+  /**
+   * Whether a live instance looks wedged rather than done: it holds a transaction open, or, read
+   * on the wire, its consumers have asked for no records for FETCH_STOPPED_MS (a consumer kafkajs
+   * gave up on). A program that is merely wrong (offsets committed elsewhere) keeps fetching.
+   */
+  liveInstanceWedged(): boolean {
+    const now = Date.now();
+    return [...this.src.supervisor.slots.values()].some(
+      (s) => s.current.alive && (s.txnOpen || (s.current.lastFetchAt !== undefined && s.current.lastFetchAt > 0 && now - s.current.lastFetchAt >= FETCH_STOPPED_MS)),
+    );
   }
 
   /**
@@ -147,11 +164,11 @@ export class PipelineLiveness {
   }
 
   /**
-   * A program sitting on an open transaction with input waiting, and not moving, is stuck. The
-   * next fault would restart it and hide that: let the stall reach keeps-up's bound first (through
-   * any hold that is still running out), unless the program moves again. Costs nothing for a
-   * program that is working: it either holds no transaction or makes progress within a poll.
-   * Nor, once a stall is on record, for one that is stuck again.
+   * A program wedged with input waiting (liveInstanceWedged), and not moving, is stuck. The next
+   * fault, or a fault firing by fallback, would restart it and hide that: let the stall reach
+   * keeps-up's bound first (through any hold that is still running out), unless the program moves
+   * again. Costs nothing for a program that is working: it is not wedged, or makes progress
+   * within a poll. Nor, once a stall is on record, for one that is stuck again.
    */
   async letStallShow(): Promise<void> {
     const { progressTracker } = this.src;
@@ -163,7 +180,7 @@ export class PipelineLiveness {
     const until = Math.min(this.src.attempt.deadline, Date.now() + this.rebalanceMs + 3 * STALL_BOUND_MS);
     const processedAtStart = progressTracker.processed;
     while (Date.now() < until) {
-      if (!this.liveTransactionOpen() || this.src.committedWritten <= progressTracker.processed) return;
+      if (!this.liveInstanceWedged() || this.src.committedWritten <= progressTracker.processed) return;
       if (progressTracker.processed !== processedAtStart) return;
       const quiet = this.stallWatch.developingMs();
       if (quiet !== null && quiet > STALL_BOUND_MS + 1_000) return;

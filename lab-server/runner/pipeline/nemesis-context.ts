@@ -76,6 +76,7 @@ export function pipelineNemesisContext(parts: NemesisParts): NemesisContext {
         await waitForStableGroup(attempt.kafka, attempt.groupId, () => members, timeoutMs);
       },
       env: (slot) => parts.env(slot),
+      letStallShow: () => parts.liveness.letStallShow(),
     },
     input: {
       get committedWritten() {

@@ -192,10 +192,10 @@ async function settle(s: PlannedPipeline): Promise<boolean> {
     if (progress.processed >= expected && s.supervisor.zombies.size === 0 && progress.settled()) return true;
     const laterStagesBehind = progress.staged && progress.processed >= expected && !progress.stagesCaughtUp;
     let quietMs = ctx.program.driver.quietMs(QUIET_MS, laterStagesBehind);
-    // Input waiting and a live instance sitting on an open transaction: a wedge, not the end of
-    // the work. Wait long enough for keeps-up to see it as the stall it is.
-    // (Once a stall is on record, keeps-up has its evidence: no need to wait for another.)
-    if (ctx.input.committedWritten > progress.processed && s.liveness.liveTransactionOpen() && !s.liveness.stallFound) quietMs = Math.max(quietMs, STALL_BOUND_MS + 1_500);
+    // Input waiting and a live instance sitting on an open transaction, or whose consumers stopped
+    // asking for records: a wedge, not the end of the work. Wait long enough for keeps-up to see it
+    // as the stall it is. (Once a stall is on record, keeps-up has its evidence: no need to wait for another.)
+    if (ctx.input.committedWritten > progress.processed && s.liveness.liveInstanceWedged() && !s.liveness.stallFound) quietMs = Math.max(quietMs, STALL_BOUND_MS + 1_500);
     // A broker restart (this grade's or a parallel one's) is nobody's lack of progress, nor is
     // any other hold keeps-up allows: a restart or rebalance still within the group's timeouts (a
     // JVM restarted under load takes a while), a paused instance, a stopped instance's open

@@ -40,6 +40,8 @@ export interface ProgramProcess {
    * (runner/wire/wire-tap.ts) rather than reported from inside its process.
    */
   readonly wireWatched?: boolean;
+  /** Read on the wire: when it last asked the broker for records (0: never); undefined when not wire-watched. */
+  readonly lastFetchAt?: number;
   signal(signal: NodeJS.Signals): void;
   pause(): void;
   resume(): void;
@@ -179,11 +181,17 @@ export class ProgramInstance extends EventEmitter<{
     return this.tap !== null;
   }
 
+  get lastFetchAt(): number | undefined {
+    return this.tap?.lastFetchAt;
+  }
+
   send(command: RunnerCommand): void {
     if (this.tap) {
-      this.tap.command(command);
-      // Only an injected send error is armed inside the process (see the channel above).
-      if (command.t === 'arm' && command.action !== 'error') return;
+      // Only an injected send error is armed inside the process (see the channel above); every
+      // other arm lives in the tap alone.
+      const inProcess = command.t === 'arm' && command.action === 'error';
+      if (!inProcess) this.tap.command(command);
+      if (command.t === 'arm' && !inProcess) return;
     }
     const channel = this.child.stdio[CHANNEL_FD] as Socket | undefined;
     if (channel && !channel.destroyed && channel.writable) channel.write(`${JSON.stringify(command)}\n`);

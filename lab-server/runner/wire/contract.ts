@@ -10,11 +10,17 @@
  */
 import { KafkaIqError } from '../../../src/shared/errors.ts';
 
-/** One whole message of a connection, or bytes passed through unread (message null). */
-export interface WireSegment<Message> {
-  bytes: Buffer;
+/**
+ * One whole message of a connection, or bytes passed through unread (message null). A decoder may
+ * give the bytes as the views of the chunks they arrived in, so a large frame is never copied.
+ */
+export interface WireSegment<Message, Bytes extends Buffer | Buffer[] = Buffer | Buffer[]> {
+  bytes: Bytes;
   message: Message | null;
 }
+
+/** A segment's bytes as one list. */
+export const segmentBuffers = (segment: WireSegment<unknown>): Buffer[] => (Array.isArray(segment.bytes) ? segment.bytes : [segment.bytes]);
 
 /** One direction of one connection. */
 export interface WireDecoder<Message> {

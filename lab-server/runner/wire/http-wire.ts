@@ -87,8 +87,8 @@ abstract class HttpMessageDecoder<Message> implements WireDecoder<Message> {
   /** Reads a head's start line and the framing fields; returns the message and how its body is delimited. */
   protected abstract readHead(startLine: string, fields: FramingFields): { message: Message; body: BodyFraming };
 
-  push(chunk: Buffer): WireSegment<Message>[] {
-    const segments: WireSegment<Message>[] = [];
+  push(chunk: Buffer): WireSegment<Message, Buffer>[] {
+    const segments: WireSegment<Message, Buffer>[] = [];
     let pos = 0;
     let bodyStart = 0; // start of the body (or pass-through) bytes not yet put in a segment
     while (pos < chunk.length) {

@@ -8,6 +8,7 @@
  * Each reader takes `flexible` (the version is past the api's first flexible version: compact
  * strings and arrays, tagged fields after every structure).
  */
+import type { DynamicBuffer } from '@platformatic/dynamic-buffer';
 import { Reader } from '@platformatic/kafka';
 
 /** Api keys, as the protocol numbers them. */
@@ -112,26 +113,31 @@ const topicOf = (r: Reader, flexible: boolean, byId: boolean): { topic: string; 
   return { topic: '', topicId };
 };
 
-/** The v2 record batches of one partition's records field: their headers only. */
-export function batchHeaders(records: Buffer | null, at: TopicPartition): ProducedBatch[] {
+/**
+ * The v2 record batches of one partition's records field (`size` bytes from the reader's
+ * position): their headers only, read in place; the records themselves are skipped, never copied.
+ */
+function batchHeaders(r: Reader, size: number, at: TopicPartition): ProducedBatch[] {
   const batches: ProducedBatch[] = [];
-  if (!records) return batches;
-  for (let offset = 0; offset + BATCH_HEADER_BYTES <= records.length; ) {
-    const length = records.readInt32BE(offset + 8);
-    const magic = records.readInt8(offset + 16);
+  const end = r.position + size;
+  if (size < 0 || end > r.length) throw new RangeError(`a records field of ${size} bytes runs past the frame`);
+  for (let offset = r.position; offset + BATCH_HEADER_BYTES <= end; ) {
+    const length = r.peekInt32(offset + 8);
+    const magic = r.peekInt8(offset + 16);
     if (length < BATCH_HEADER_BYTES - 12 || magic !== 2) throw new RangeError(`a record batch of magic ${magic} and length ${length}`);
-    const attributes = records.readInt16BE(offset + 21);
+    const attributes = r.peekInt16(offset + 21);
     batches.push({
       ...at,
-      producerId: records.readBigInt64BE(offset + 43),
-      producerEpoch: records.readInt16BE(offset + 51),
-      baseSequence: records.readInt32BE(offset + 53),
-      records: records.readInt32BE(offset + 57),
+      producerId: r.peekInt64(offset + 43),
+      producerEpoch: r.peekInt16(offset + 51),
+      baseSequence: r.peekInt32(offset + 53),
+      records: r.peekInt32(offset + 57),
       transactional: (attributes & TRANSACTIONAL_BIT) !== 0,
       control: (attributes & CONTROL_BIT) !== 0,
     });
     offset += 12 + length;
   }
+  r.position = end;
   return batches;
 }
 
@@ -145,7 +151,9 @@ const REQUESTS: Partial<Record<ApiName, BodyReader<KafkaRequestBody>>> = {
       const topic = topicOf(t, f, v >= 13);
       return array(t, f, (p) => {
         const partition = p.readInt32();
-        return batchHeaders(p.readNullableBytes(f), { ...topic, partition });
+        // The records field: nullable bytes, compact (length + 1) when flexible.
+        const size = f ? p.readUnsignedVarInt() - 1 : p.readInt32();
+        return size < 0 ? [] : batchHeaders(p, size, { ...topic, partition });
       }).flat();
     }).flat();
     return { api: 'Produce', transactionalId, acks, batches };
@@ -300,16 +308,16 @@ const RESPONSES: Partial<Record<ApiName, BodyReader<KafkaResponseBody>>> = {
 };
 
 /** Reads a request body the relay cares about; null for any other api. Throws on a body that breaks its layout. */
-export function readRequestBody(api: ApiName, version: number, body: Buffer): KafkaRequestBody | null {
+export function readRequestBody(api: ApiName, version: number, body: DynamicBuffer): KafkaRequestBody | null {
   return readBody(REQUESTS[api], api, version, body);
 }
 
 /** Reads a response body the relay cares about; null for any other api. Throws on a body that breaks its layout. */
-export function readResponseBody(api: ApiName, version: number, body: Buffer): KafkaResponseBody | null {
+export function readResponseBody(api: ApiName, version: number, body: DynamicBuffer): KafkaResponseBody | null {
   return readBody(RESPONSES[api], api, version, body);
 }
 
-function readBody<T>(reader: BodyReader<T> | undefined, api: ApiName, version: number, body: Buffer): T | null {
+function readBody<T>(reader: BodyReader<T> | undefined, api: ApiName, version: number, body: DynamicBuffer): T | null {
   if (!reader) return null;
   const r = Reader.from(body);
   const value = reader(r, version, version >= FIRST_FLEXIBLE[api]);

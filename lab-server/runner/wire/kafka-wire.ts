@@ -13,6 +13,7 @@
  * the relay would lose sight of what the program did). Anything else it cannot name (an unknown
  * api key, SASL tokens of the original handshake) passes through as it is.
  */
+import { DynamicBuffer } from '@platformatic/dynamic-buffer';
 import { printable, WireProtocolError, type WireDecoder, type WireSegment } from './contract.ts';
 import { API_NAMES, FIRST_FLEXIBLE, readRequestBody, readResponseBody, type ApiName, type KafkaRequestBody, type KafkaResponseBody } from './kafka-bodies.ts';
 
@@ -54,36 +55,80 @@ const MAX_IN_FLIGHT = 1024;
 const READ_REQUESTS = new Set<ApiName>(['InitProducerId', 'Produce', 'AddPartitionsToTxn', 'AddOffsetsToTxn', 'TxnOffsetCommit', 'EndTxn', 'OffsetCommit', 'JoinGroup', 'SyncGroup', 'LeaveGroup', 'Heartbeat', 'ConsumerGroupHeartbeat']);
 const READ_RESPONSES = new Set<ApiName>(['InitProducerId', 'Produce', 'AddPartitionsToTxn', 'AddOffsetsToTxn', 'TxnOffsetCommit', 'EndTxn', 'OffsetCommit', 'Metadata']);
 
-/** Cuts one direction into whole size-prefixed frames, keeping a partial frame until its rest arrives. */
-class FrameSplitter {
-  private pending: Buffer[] = [];
-  private pendingBytes = 0;
+/**
+ * How a frame is handled, from its first bytes: 'read' frames are decoded once whole; 'pass'
+ * frames only have their header read. `message` goes with the frame's first segment.
+ */
+type FrameHandling<M> = { handling: 'read'; decode: (frame: DynamicBuffer) => M | null } | { handling: 'pass'; message: M | null };
+
+/**
+ * Cuts one direction into size-prefixed frames, forwarding each frame's bytes as they arrive
+ * (views of the chunks they came in, never copied). A frame to read is decoded when its last
+ * bytes arrive, and its message goes with those last bytes: neither end can act on a frame it has
+ * not received whole, so holding that last segment holds the whole message.
+ */
+class FrameSplitter<M> {
+  private readonly pending = new DynamicBuffer();
+  /** The frame being forwarded: bytes still to come, and for a frame to read, its bytes so far. */
+  private current: { remaining: number; read: { decode: (frame: DynamicBuffer) => M | null; parts: DynamicBuffer } | null } | null = null;
 
   constructor(
     private readonly maxBytes: number,
     private readonly what: string,
+    /** The bytes a frame's handling is decided from (its size prefix included). */
+    private readonly headBytes: number,
+    private readonly classify: (head: DynamicBuffer, size: number) => FrameHandling<M>,
   ) {}
 
-  push(chunk: Buffer): Buffer[] {
-    this.pending.push(chunk);
-    this.pendingBytes += chunk.length;
-    const frames: Buffer[] = [];
-    while (this.pendingBytes >= 4) {
-      const head = this.pending[0]!.length >= 4 ? this.pending[0]! : Buffer.concat(this.pending);
-      const size = head.readInt32BE(0);
+  push(chunk: Buffer): WireSegment<M>[] {
+    this.pending.append(chunk);
+    const out: WireSegment<M>[] = [];
+    for (;;) {
+      const current = this.current;
+      if (current) {
+        const take = Math.min(current.remaining, this.pending.length);
+        if (take === 0) break;
+        const bytes = this.take(take);
+        current.remaining -= take;
+        if (current.read) for (const b of bytes) current.read.parts.append(b);
+        if (current.remaining > 0) {
+          out.push({ bytes, message: null });
+          continue;
+        }
+        this.current = null;
+        out.push({ bytes, message: current.read ? current.read.decode(current.read.parts) : null });
+        continue;
+      }
+      if (this.pending.length < 4) break;
+      const size = this.pending.readInt32BE(0);
       if (size < 0 || size > this.maxBytes) {
         throw new WireProtocolError(`Kafka ${this.what} of ${size} bytes is over the relay's limit of ${Math.round(this.maxBytes / 1024 / 1024)} MiB`);
       }
-      if (this.pendingBytes < 4 + size) break;
-      const all = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending);
-      frames.push(all.subarray(0, 4 + size));
-      const rest = all.subarray(4 + size);
-      this.pending = rest.length ? [rest] : [];
-      this.pendingBytes = rest.length;
+      const head = Math.min(4 + size, this.headBytes);
+      if (this.pending.length < head) break;
+      const handling = this.classify(this.pending.subarray(0, head), size);
+      if (handling.handling === 'pass') {
+        const take = Math.min(4 + size, this.pending.length);
+        out.push({ bytes: this.take(take), message: handling.message });
+        if (take < 4 + size) this.current = { remaining: 4 + size - take, read: null };
+        continue;
+      }
+      this.current = { remaining: 4 + size, read: { decode: handling.decode, parts: new DynamicBuffer() } };
     }
-    return frames;
+    return out;
+  }
+
+  /** The next `n` bytes, as views of the chunks they arrived in. */
+  private take(n: number): Buffer[] {
+    const bytes = this.pending.subarray(0, n).buffers;
+    this.pending.consume(n);
+    return bytes;
   }
 }
+
+/** Bytes of a request header up to its client id's length; a response's correlation id. */
+const REQUEST_HEAD_BYTES = 14;
+const RESPONSE_HEAD_BYTES = 8;
 
 /** Both directions of one Kafka connection. */
 export class KafkaConnectionDecoder {
@@ -92,62 +137,74 @@ export class KafkaConnectionDecoder {
   readonly responses: WireDecoder<KafkaResponse>;
 
   constructor(limits: KafkaDecoderLimits = DEFAULT_KAFKA_LIMITS) {
-    const requestFrames = new FrameSplitter(limits.maxRequestBytes, 'request');
-    const responseFrames = new FrameSplitter(limits.maxResponseBytes, 'response');
-    this.requests = { push: (chunk) => requestFrames.push(chunk).map((frame) => this.request(frame)) };
-    this.responses = { push: (chunk) => responseFrames.push(chunk).map((frame) => this.response(frame)) };
+    this.requests = new FrameSplitter(limits.maxRequestBytes, 'request', REQUEST_HEAD_BYTES, (head, size) => this.request(head, size));
+    this.responses = new FrameSplitter(limits.maxResponseBytes, 'response', RESPONSE_HEAD_BYTES, (head) => this.response(head));
   }
 
-  private request(frame: Buffer): WireSegment<KafkaRequest> {
+  private request(head: DynamicBuffer, size: number): FrameHandling<KafkaRequest> {
     // The header: api key, api version, correlation id, client id (a classic nullable string in
     // every header version), then tagged fields in header v2 (flexible versions).
-    if (frame.length < 4 + 10) return { bytes: frame, message: null }; // a SASL token of the original handshake, say
-    const apiKey = frame.readInt16BE(4);
-    const apiVersion = frame.readInt16BE(6);
-    const correlationId = frame.readInt32BE(8);
-    const clientIdLength = frame.readInt16BE(12);
+    if (head.length < REQUEST_HEAD_BYTES) return { handling: 'pass', message: null }; // a SASL token of the original handshake, say
+    const apiKey = head.readInt16BE(4);
+    const apiVersion = head.readInt16BE(6);
+    const correlationId = head.readInt32BE(8);
+    const clientIdLength = head.readInt16BE(12);
     const api = API_NAMES.get(apiKey) ?? null;
-    if (!api || apiVersion < 0 || clientIdLength < -1 || 14 + Math.max(0, clientIdLength) > frame.length) return { bytes: frame, message: null };
-    const clientId = clientIdLength < 0 ? null : printable(frame.toString('utf8', 14, 14 + clientIdLength));
-    let body: KafkaRequestBody | null = null;
-    if (READ_REQUESTS.has(api)) {
-      let at = 14 + Math.max(0, clientIdLength);
-      try {
-        if (apiVersion >= FIRST_FLEXIBLE[api]) at = skipTaggedFields(frame, at);
-        body = readRequestBody(api, apiVersion, frame.subarray(at));
-      } catch (err) {
-        throw new WireProtocolError(`the relay cannot read this ${api} v${apiVersion} request (${(err as Error).message}): the connection is closed`);
-      }
+    if (!api || apiVersion < 0 || clientIdLength < -1 || REQUEST_HEAD_BYTES + Math.max(0, clientIdLength) > 4 + size) return { handling: 'pass', message: null };
+    const base = { kind: 'request' as const, apiKey, apiVersion, correlationId, api };
+    if (!READ_REQUESTS.has(api)) {
+      this.expectAnswer(correlationId, apiKey, apiVersion, null);
+      return { handling: 'pass', message: { ...base, clientId: null, body: null } };
     }
-    // Produce with acks=0 gets no answer: nothing to pair.
-    const answered = !(body?.api === 'Produce' && body.acks === 0);
-    if (answered && this.inFlight.size < MAX_IN_FLIGHT) this.inFlight.set(correlationId, { apiKey, apiVersion, body });
-    return { bytes: frame, message: { kind: 'request', apiKey, apiVersion, correlationId, clientId, api, body } };
+    return {
+      handling: 'read',
+      decode: (frame) => {
+        let at = REQUEST_HEAD_BYTES + Math.max(0, clientIdLength);
+        const clientId = clientIdLength < 0 ? null : printable(frame.toString('utf8', REQUEST_HEAD_BYTES, at));
+        let body: KafkaRequestBody | null;
+        try {
+          if (apiVersion >= FIRST_FLEXIBLE[api]) at = skipTaggedFields(frame, at);
+          body = readRequestBody(api, apiVersion, frame.subarray(at));
+        } catch (err) {
+          throw new WireProtocolError(`the relay cannot read this ${api} v${apiVersion} request (${(err as Error).message}): the connection is closed`);
+        }
+        // Produce with acks=0 gets no answer: nothing to pair.
+        if (!(body?.api === 'Produce' && body.acks === 0)) this.expectAnswer(correlationId, apiKey, apiVersion, body);
+        return { ...base, clientId, body };
+      },
+    };
   }
 
-  private response(frame: Buffer): WireSegment<KafkaResponse> {
-    if (frame.length < 8) return { bytes: frame, message: null };
-    const correlationId = frame.readInt32BE(4);
+  private expectAnswer(correlationId: number, apiKey: number, apiVersion: number, body: KafkaRequestBody | null): void {
+    if (this.inFlight.size < MAX_IN_FLIGHT) this.inFlight.set(correlationId, { apiKey, apiVersion, body });
+  }
+
+  private response(head: DynamicBuffer): FrameHandling<KafkaResponse> {
+    if (head.length < RESPONSE_HEAD_BYTES) return { handling: 'pass', message: null };
+    const correlationId = head.readInt32BE(4);
     const request = this.inFlight.get(correlationId);
-    if (!request) return { bytes: frame, message: null };
+    if (!request) return { handling: 'pass', message: null };
     this.inFlight.delete(correlationId);
     const api = API_NAMES.get(request.apiKey) ?? null;
-    let body: KafkaResponseBody | null = null;
-    if (api && READ_RESPONSES.has(api)) {
-      try {
-        // Response header v1 (tagged fields) with flexible versions, except ApiVersions (never).
-        const at = request.apiVersion >= FIRST_FLEXIBLE[api] ? skipTaggedFields(frame, 8) : 8;
-        body = readResponseBody(api, request.apiVersion, frame.subarray(at));
-      } catch (err) {
-        throw new WireProtocolError(`the relay cannot read this ${api} v${request.apiVersion} response (${(err as Error).message}): the connection is closed`);
-      }
-    }
-    return { bytes: frame, message: { kind: 'response', correlationId, apiKey: request.apiKey, apiVersion: request.apiVersion, api, body, request: request.body } };
+    const base = { kind: 'response' as const, correlationId, apiKey: request.apiKey, apiVersion: request.apiVersion, api, request: request.body };
+    if (!api || !READ_RESPONSES.has(api)) return { handling: 'pass', message: { ...base, body: null } };
+    return {
+      handling: 'read',
+      decode: (frame) => {
+        try {
+          // Response header v1 (tagged fields) with flexible versions.
+          const at = request.apiVersion >= FIRST_FLEXIBLE[api] ? skipTaggedFields(frame, RESPONSE_HEAD_BYTES) : RESPONSE_HEAD_BYTES;
+          return { ...base, body: readResponseBody(api, request.apiVersion, frame.subarray(at)) };
+        } catch (err) {
+          throw new WireProtocolError(`the relay cannot read this ${api} v${request.apiVersion} response (${(err as Error).message}): the connection is closed`);
+        }
+      },
+    };
   }
 }
 
 /** The offset after a tagged-fields section starting at `at`. */
-function skipTaggedFields(frame: Buffer, at: number): number {
+function skipTaggedFields(frame: DynamicBuffer, at: number): number {
   let [count, next] = readUnsignedVarInt(frame, at);
   for (; count > 0; count--) {
     [, next] = readUnsignedVarInt(frame, next); // tag
@@ -158,11 +215,11 @@ function skipTaggedFields(frame: Buffer, at: number): number {
   return next;
 }
 
-function readUnsignedVarInt(frame: Buffer, at: number): [number, number] {
+function readUnsignedVarInt(frame: DynamicBuffer, at: number): [number, number] {
   let value = 0;
   for (let shift = 0; shift <= 28; shift += 7) {
     if (at >= frame.length) throw new RangeError('a varint runs past the frame');
-    const byte = frame[at++]!;
+    const byte = frame.get(at++);
     value |= (byte & 0x7f) << shift;
     if ((byte & 0x80) === 0) return [value >>> 0, at];
   }

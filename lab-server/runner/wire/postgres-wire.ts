@@ -79,11 +79,11 @@ abstract class PostgresDecoder<Message> implements WireDecoder<Message> {
     protected readonly sender: 'client' | 'server',
   ) {}
 
-  push(chunk: Buffer): WireSegment<Message>[] {
+  push(chunk: Buffer): WireSegment<Message, Buffer>[] {
     if (this.failure) throw this.failure;
     if (chunk.length > 0) this.pending.push(chunk);
     this.pendingBytes += chunk.length;
-    const segments: WireSegment<Message>[] = [];
+    const segments: WireSegment<Message, Buffer>[] = [];
     try {
       for (let segment = this.next(); segment; segment = this.next()) segments.push(segment);
     } catch (err) {
@@ -98,7 +98,7 @@ abstract class PostgresDecoder<Message> implements WireDecoder<Message> {
   }
 
   /** The next whole segment, or null until more bytes arrive (or once they can no longer be read). */
-  protected abstract next(): WireSegment<Message> | null;
+  protected abstract next(): WireSegment<Message, Buffer> | null;
 
   /**
    * At least the first `count` pending bytes (count <= pendingBytes). Pieces are joined only when
@@ -159,7 +159,7 @@ export class PostgresFrontendDecoder extends PostgresDecoder<PostgresFrontendMes
     this.unread = true;
   }
 
-  protected next(): WireSegment<PostgresFrontendMessage> | null {
+  protected next(): WireSegment<PostgresFrontendMessage, Buffer> | null {
     if (!this.startup) {
       const frame = this.takeMessage();
       return frame && { bytes: frame, message: this.read(frame) };
@@ -231,7 +231,7 @@ export class PostgresBackendDecoder extends PostgresDecoder<PostgresBackendMessa
     this.answerExpected = true;
   }
 
-  protected next(): WireSegment<PostgresBackendMessage> | null {
+  protected next(): WireSegment<PostgresBackendMessage, Buffer> | null {
     if (this.answerExpected && !this.unread && this.pendingBytes > 0) {
       const first = this.peek(1)[0]!;
       this.answerExpected = false;

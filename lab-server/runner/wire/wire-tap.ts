@@ -56,6 +56,8 @@ export class WireTap extends EventEmitter<{ event: [WireEvent]; line: [string] }
   private held: Array<(outcome: 'forward' | 'drop') => void> = [];
   /** Group memberships already announced, so a heartbeat does not repeat one. */
   private readonly members = new Set<string>();
+  /** When the instance last asked the broker for records (a Fetch request); 0: never. */
+  lastFetchAt = 0;
 
   /** A connection of the given protocol; its decoders' refusals end it (the relay's job). */
   connection(protocol: WireProtocol): TappedConnection {
@@ -131,6 +133,7 @@ export class WireTap extends EventEmitter<{ event: [WireEvent]; line: [string] }
   }
 
   private kafka(message: KafkaRequest | KafkaResponse): Hold {
+    if (message.kind === 'request' && message.api === 'Fetch') this.lastFetchAt = Date.now();
     const body = message.kind === 'request' ? message.body : null;
     if (body && 'memberId' in body && body.memberId) {
       const key = `${body.groupId}\u0000${body.memberId}`;

@@ -145,6 +145,15 @@ export class WireTransactions {
       const transactionalId = request.transactionalId ? { transactionalId: request.transactionalId } : {};
       return { point: 'after:send', producerId: batches[0]!.producerId, records: batches.reduce((n, b) => n + b.records, 0), written, ...transactionalId, ...(error ? { error: errorName(error) } : {}) };
     }
+    // A refused AddPartitionsToTxn or AddOffsetsToTxn fails the client's send or sendOffsets before
+    // its Produce or TxnOffsetCommit goes out (a fenced zombie's first call after waking, say).
+    if (body.api === 'AddPartitionsToTxn' && request.api === 'AddPartitionsToTxn') {
+      const error = firstError(body.errorCodes);
+      return error ? { point: 'after:send', producerId: request.producerId, written: [], transactionalId: request.transactionalId, error: errorName(error) } : null;
+    }
+    if (body.api === 'AddOffsetsToTxn' && request.api === 'AddOffsetsToTxn') {
+      return body.errorCode ? { point: 'after:sendOffsets', producerId: request.producerId, written: [], transactionalId: request.transactionalId, error: errorName(body.errorCode) } : null;
+    }
     if (body.api === 'TxnOffsetCommit' && request.api === 'TxnOffsetCommit') {
       const error = firstError(body.errorCodes);
       const written = [...(this.transactionOf(request.producerId)?.records.keys() ?? [])];

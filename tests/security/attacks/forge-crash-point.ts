@@ -2,8 +2,8 @@
 // a plain idempotent producer and commitOffsets (at-least-once), takes over the runner's channel
 // the client wrapper opened (fd 3, shared on globalThis), disarms the real wrapper whenever the
 // grader arms a point, waits until it is idle (so a kill loses nothing and duplicates nothing) and
-// answers "hit, transaction open". Before the broker confirmed hits, every check held and the
-// grade said PASS.
+// answers "hit, transaction open". Believed, that answer would make every check hold and the grade
+// PASS; crash points on the wire never ask it (tests/security/wire-fault-steering.test.ts).
 import { Kafka } from 'kafkajs';
 const env = (name: string) => process.env[name]!;
 type Channel = { send(event: object): void; onCommand(listener: (command: any) => void): void };

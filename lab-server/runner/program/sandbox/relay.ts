@@ -15,7 +15,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { describeError, KafkaIqError } from '../../../../src/shared/errors.ts';
-import type { WireSegment } from '../../wire/contract.ts';
+import { segmentBuffers, type WireSegment } from '../../wire/contract.ts';
 import type { Hold, TappedConnection, WireProtocol, WireTap } from '../../wire/wire-tap.ts';
 
 export interface Endpoint {
@@ -214,14 +214,14 @@ export function pumpMessages(
         from.pause();
         held.then((outcome) => {
           if (outcome === 'drop' || to.destroyed) return;
-          to.write(segment.bytes);
+          write(to, segment);
           holding = false;
           if (!waitingForDrain) from.resume();
           drain();
         }, refuse);
         return;
       }
-      if (!to.write(segment.bytes) && !waitingForDrain) {
+      if (!write(to, segment) && !waitingForDrain) {
         waitingForDrain = true;
         from.pause();
         to.once('drain', () => {
@@ -245,6 +245,17 @@ export function pumpMessages(
     ended = true;
     drain();
   });
+}
+
+/** Writes a segment's chunks in one go; false when the socket asks to wait for 'drain'. */
+function write(to: net.Socket, segment: WireSegment<unknown>): boolean {
+  const buffers = segmentBuffers(segment);
+  if (buffers.length === 1) return to.write(buffers[0]!);
+  to.cork();
+  let ok = true;
+  for (const buffer of buffers) ok = to.write(buffer) && ok;
+  to.uncork();
+  return ok;
 }
 
 /** Whether one more event fits: `burst` at once, refilled at `perSecond`. */

@@ -1,0 +1,54 @@
+/**
+ * Crash points live on the wire, outside the program's process (runner/wire/wire-tap.ts): two
+ * at-least-once programs that try to see or steer when faults fire never pass, while an innocent
+ * grade beside them does.
+ * - forge-crash-point.ts takes over the runner's channel and answers every arm with a forged
+ *   "hit, transaction open" while idle: no arm reaches it any more, and a forged message decides
+ *   nothing, so the kill lands between its output and its offset commit.
+ * - steer-faults.ts adds a decoy transaction with the batch's offsets and one record before each
+ *   real batch, so aimed points find a transaction while the real work has not started: those
+ *   faults are not counted as inside a transaction, since that producer never commits records.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, inject, it } from 'vitest';
+import { ROOT_DIR } from '../../lab-server/core/paths.ts';
+import { loadLab } from '../../lab-server/labs/load-lab.ts';
+import { createAttempt } from '../../lab-server/runner/attempt.ts';
+import type { GradeReport } from '../../src/shared/report.ts';
+import { innocentGrade, namespace } from './tenancy-support.ts';
+
+const brokers = inject('brokers');
+
+async function gradeAttack(name: string, mode: 'quick' | 'grade'): Promise<{ report: GradeReport; lines: string[] }> {
+  const lines: string[] = [];
+  const listener = { output: (_i: string, _s: string, line: string) => void lines.push(line), diagnostics: () => {}, progress: () => {}, state: () => {}, fault: () => {} };
+  const lab = await loadLab('single-stage');
+  const code = fs.readFileSync(path.join(ROOT_DIR, `tests/security/attacks/${name}.ts`), 'utf8');
+  const report = await createAttempt({ lab, program: { kind: 'code', code }, brokers, control: null, namespace: namespace(name.slice(0, 8)), mode, listener }).grade();
+  return { report, lines };
+}
+
+const describeReport = (r: GradeReport) => `${r.verdict}: ${r.message}\n${r.faults.map((f) => JSON.stringify(f)).join('\n')}`;
+
+describe('an at-least-once program that steers faults', () => {
+  it('forging crash-point answers on the channel: never passes; an innocent grade beside it does', async () => {
+    const victim = await innocentGrade(brokers);
+    const { report, lines } = await gradeAttack('forge-crash-point', 'quick');
+    expect(report.verdict, describeReport(report)).not.toBe('pass');
+    // The kill found the real work: the forger wrote a batch twice.
+    expect(report.verdict, describeReport(report)).toBe('fail');
+    expect(report.checks.find((c) => c.name === 'no-duplicates')?.passed, describeReport(report)).toBe(false);
+    // No fault took the program's word for where it landed: each was held on the wire.
+    expect(report.faults.filter((f) => f.kind === 'kill').every((f) => f.crashPoint !== undefined), lines.slice(-10).join('\n')).toBe(true);
+    const innocent = await victim.report;
+    expect(innocent.verdict, innocent.message).toBe('pass');
+  }, 180_000);
+
+  it('with decoy transactions before each batch: never passes, and says why', async () => {
+    const { report, lines } = await gradeAttack('steer-faults', 'grade');
+    expect(lines.some((l) => l.includes('STEER decoy transactions so far')), lines.slice(-20).join('\n')).toBe(true);
+    expect(report.verdict, describeReport(report)).not.toBe('pass');
+    if (report.verdict === 'inconclusive') expect(report.message).toMatch(/never committed one carrying records/);
+  }, 240_000);
+});

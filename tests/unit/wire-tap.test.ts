@@ -1,0 +1,151 @@
+/**
+ * The wire tap (lab-server/runner/wire/wire-tap.ts) on Kafka frames as kafkajs writes them: the
+ * crash point of each message, an armed point held until the runner releases or drops it, and
+ * "inside a transaction" only for a transaction that carries the batch.
+ */
+import { describe, expect, it } from 'vitest';
+import { Writer } from '@platformatic/kafka';
+import { WireTap } from '../../lab-server/runner/wire/wire-tap.ts';
+import type { ChildEvent } from '../../lab-server/runner/program/child/protocol.ts';
+import { kafkajsFrame, kafkajsRequest, Long, responseFrame } from '../support/kafka-frames.ts';
+
+const producerId = Long.fromString('7001');
+const TX = 'tx-i1';
+
+/** A tapped Kafka connection, with every event the tap emits. */
+function tapped() {
+  const tap = new WireTap();
+  const events: ChildEvent[] = [];
+  tap.on('event', (e) => events.push(e));
+  const connection = tap.connection('kafka');
+  /** Decodes a request frame and asks the tap what to do with it. */
+  const request = (frame: Buffer) => connection.request(connection.requests.push(frame)[0]!.message);
+  const response = (frame: Buffer) => connection.response(connection.responses.push(frame)[0]!.message);
+  return { tap, events, connection, request, response };
+}
+
+const init = (c: number) => kafkajsFrame(c, kafkajsRequest('initProducerId', 1)({ transactionalId: TX, transactionTimeout: 30000 }));
+const initAnswer = (c: number) => responseFrame(c, Writer.create().appendInt32(0).appendInt16(0).appendInt64(7001n).appendInt16(0), false);
+const produce = (c: number, records: number, transactionalId: string | null = TX) =>
+  kafkajsFrame(
+    c,
+    kafkajsRequest('produce', 3)({
+      acks: -1,
+      timeout: 1000,
+      transactionalId,
+      producerId,
+      producerEpoch: 0,
+      topicData: [{ topic: 'out', partitions: [{ partition: 0, firstSequence: 0, messages: Array.from({ length: records }, (_, i) => ({ key: `k${i}`, value: 'v' })) }] }],
+    }),
+  );
+const produceAnswer = (c: number, errorCode = 0) =>
+  responseFrame(
+    c,
+    Writer.create()
+      .appendArray([0], (w) => w.appendString('out', false).appendArray([0], (p) => p.appendInt32(0).appendInt16(errorCode).appendInt64(5n).appendInt64(-1n), false, false), false, false)
+      .appendInt32(0),
+    false,
+  );
+const offsets = (c: number) =>
+  kafkajsFrame(c, kafkajsRequest('txnOffsetCommit', 0)({ transactionalId: TX, groupId: 'g', producerId, producerEpoch: 0, topics: [{ topic: 'in', partitions: [{ partition: 0, offset: '10' }] }] }));
+const endTxn = (c: number, commit: boolean) => kafkajsFrame(c, kafkajsRequest('endTxn', 0)({ transactionalId: TX, producerId, producerEpoch: 0, transactionResult: commit }));
+const endTxnAnswer = (c: number) => responseFrame(c, Writer.create().appendInt32(0).appendInt16(0), false);
+
+async function openTransaction(t: ReturnType<typeof tapped>, records: number) {
+  t.request(await init(1));
+  t.response(initAnswer(1));
+  t.request(await produce(2, records));
+}
+
+describe('the wire tap', () => {
+  it('names each call of a transaction by its crash point, with the transaction open between', async () => {
+    const t = tapped();
+    await openTransaction(t, 3);
+    t.response(produceAnswer(2));
+    t.request(await offsets(3));
+    t.request(await endTxn(4, true));
+    t.response(endTxnAnswer(4));
+    const calls = t.events.filter((e) => e.t === 'call');
+    expect(calls.map((e) => [e.point, e.txnOpen])).toEqual([
+      ['before:send', true],
+      ['after:send', true],
+      ['before:sendOffsets', true],
+      ['before:commit', true],
+      ['after:commit', false],
+    ]);
+    expect(calls.at(-1)).toMatchObject({ records: 3, written: ['out'], transactionalId: TX });
+    expect(t.tap.transactionOpen).toBe(false);
+  });
+
+  it('holds the armed point until released, and drops it when the instance is killed', async () => {
+    const t = tapped();
+    t.tap.command({ t: 'arm', point: 'after:send', action: 'pause', occurrence: 1 });
+    await openTransaction(t, 2);
+    const held = t.response(produceAnswer(2));
+    expect(held).toBeInstanceOf(Promise);
+    expect(t.events.find((e) => e.t === 'hit')).toMatchObject({ point: 'after:send', action: 'pause', txnOpen: true, transactionalId: TX });
+    t.tap.command({ t: 'continue' });
+    expect(await held).toBe('forward');
+
+    const k = tapped();
+    k.tap.command({ t: 'arm', point: 'before:commit', action: 'kill', occurrence: 1 });
+    await openTransaction(k, 2);
+    k.request(await offsets(3));
+    const killed = k.request(await endTxn(4, true));
+    k.tap.dropHeld();
+    expect(await killed).toBe('drop');
+  });
+
+  it('counts a hit as inside a transaction only when the transaction carries records, and from sendOffsets on the offsets too', async () => {
+    const t = tapped();
+    t.tap.command({ t: 'arm', point: 'before:commit', action: 'kill', occurrence: 1 });
+    await openTransaction(t, 1);
+    // No TxnOffsetCommit: the commit would carry output without the input it came from.
+    void t.request(await endTxn(4, true));
+    expect(t.events.find((e) => e.t === 'hit')).toMatchObject({ point: 'before:commit', txnOpen: false });
+
+    const plain = tapped();
+    plain.tap.command({ t: 'arm', point: 'after:send', action: 'kill', occurrence: 1 });
+    plain.request(await produce(2, 4, null));
+    void plain.response(produceAnswer(2));
+    expect(plain.events.find((e) => e.t === 'hit'), 'a send outside any transaction').toMatchObject({ point: 'after:send', txnOpen: false });
+  });
+
+  it('reports a call the broker refused as failed, by the error name, and never holds it', async () => {
+    const t = tapped();
+    t.tap.command({ t: 'arm', point: 'after:send', action: 'kill', occurrence: 1 });
+    await openTransaction(t, 1);
+    expect(t.response(produceAnswer(2, 47))).toBeNull();
+    expect(t.events.find((e) => e.t === 'failed')).toMatchObject({ op: 'send', error: 'INVALID_PRODUCER_EPOCH' });
+    expect(t.events.some((e) => e.t === 'hit')).toBe(false);
+  });
+
+  it('counts occurrences and aims at a topic', async () => {
+    const t = tapped();
+    t.tap.command({ t: 'arm', point: 'before:send', action: 'kill', occurrence: 2, topic: 'out' });
+    await openTransaction(t, 1);
+    expect(t.events.some((e) => e.t === 'hit')).toBe(false);
+    expect(t.request(await produce(3, 1))).toBeInstanceOf(Promise);
+    const other = tapped();
+    other.tap.command({ t: 'arm', point: 'before:send', action: 'kill', occurrence: 1, topic: 'elsewhere' });
+    await openTransaction(other, 1);
+    expect(other.events.some((e) => e.t === 'hit')).toBe(false);
+  });
+
+  it('announces a group membership once, from the member id the client sends', async () => {
+    const t = tapped();
+    for (const c of [1, 2]) t.request(await kafkajsFrame(c, kafkajsRequest('heartbeat', 1)({ groupId: 'g', groupGenerationId: 1, memberId: 'm-1' })));
+    expect(t.events.filter((e) => e.t === 'member')).toEqual([{ t: 'member', groupId: 'g', memberId: 'm-1' }]);
+  });
+});
+
+
+describe('a fenced zombie', () => {
+  it('fails its sendOffsets on the AddOffsetsToTxn the coordinator refuses, before any TxnOffsetCommit', async () => {
+    const t = tapped();
+    await openTransaction(t, 1);
+    t.request(await kafkajsFrame(3, kafkajsRequest('addOffsetsToTxn', 0)({ transactionalId: TX, producerId, producerEpoch: 0, groupId: 'g' })));
+    t.response(responseFrame(3, Writer.create().appendInt32(0).appendInt16(47), false));
+    expect(t.events.find((e) => e.t === 'failed')).toMatchObject({ op: 'sendOffsets', error: 'INVALID_PRODUCER_EPOCH' });
+  });
+});
