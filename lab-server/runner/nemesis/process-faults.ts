@@ -1,6 +1,8 @@
 /** Faults of the program's processes: kill, stop, zombie, pause, join, send-error. */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { ChildEvent } from '../program/child/protocol.ts';
+import type { ArmAction, ChildEvent } from '../program/child/protocol.ts';
+import type { PlannedFault } from '../fault-plan.ts';
+import type { SeedTransaction } from '../seeder.ts';
 import type { ProgramProcess } from '../program/program-instance.ts';
 import type { Slot } from '../program/supervisor.ts';
 import type { FaultHandler, NemesisContext } from './context.ts';
@@ -10,13 +12,21 @@ const target = (ctx: NemesisContext, n: number) => ctx.program.slot(n) ?? ctx.pr
 /** How long a kill waits for the other instances to take the dead one's partitions over. */
 const SURVIVORS_TAKE_OVER_MS = 8_000;
 
+/**
+ * Arms the fault's point and writes its wave. A fault firing by fallback at a program that wedged
+ * while it waited (a kill, a stop, a replacement that fences it) would heal the wedge before
+ * keeps-up saw it: the stall is let show first.
+ */
+async function armFault(ctx: NemesisContext, slot: Slot, fault: PlannedFault, action: ArmAction, wave: SeedTransaction[]) {
+  const landed = await ctx.program.driver.armAndWrite(ctx, slot, fault, action, wave);
+  if (!landed.event) await ctx.program.letStallShow();
+  return landed;
+}
+
 /** SIGKILL at the crash point, then a restart with the same identity. */
 export const killFault: FaultHandler = async (ctx, fault, wave) => {
   const slot = target(ctx, fault.instance);
-  const { instance, event } = await ctx.program.driver.armAndWrite(ctx, slot, fault, 'kill', wave);
-  // Firing by fallback at a program that wedged while the fault waited would heal the wedge
-  // before keeps-up saw it.
-  if (!event) await ctx.program.letStallShow();
+  const { instance, event } = await armFault(ctx, slot, fault, 'kill', wave);
   ctx.program.expectExit(instance);
   instance.signal('SIGKILL');
   await instance.exited;
@@ -54,7 +64,7 @@ export async function livenessRestart(ctx: NemesisContext, slot: Slot, why: stri
 /** SIGTERM at the crash point (a clean shutdown), then a restart. */
 export const stopFault: FaultHandler = async (ctx, fault, wave) => {
   const slot = target(ctx, fault.instance);
-  const { instance, event } = await ctx.program.driver.armAndWrite(ctx, slot, fault, 'stop', wave);
+  const { instance, event } = await armFault(ctx, slot, fault, 'stop', wave);
   const open = event ? event.txnOpen : await ctx.program.driver.openTransactionNow(ctx, slot);
   ctx.program.expectExit(instance);
   ctx.record.fault(fault, instance.id, event, open);
@@ -65,7 +75,7 @@ export const stopFault: FaultHandler = async (ctx, fault, wave) => {
 /** SIGSTOP at the crash point, a replacement with the same identity, then the frozen one resumes. */
 export const zombieFault: FaultHandler = async (ctx, fault, wave) => {
   const slot = target(ctx, fault.instance);
-  const { instance, event } = await ctx.program.driver.armAndWrite(ctx, slot, fault, 'pause', wave);
+  const { instance, event } = await armFault(ctx, slot, fault, 'pause', wave);
   instance.pause();
   ctx.program.addZombie(instance);
   // Frozen longer than its own transactionTimeout, the zombie wakes to a transaction the broker
@@ -146,7 +156,7 @@ function watchJudgedCalls(instance: ProgramProcess) {
  */
 export const pauseFault: FaultHandler = async (ctx, fault, wave) => {
   const slot = target(ctx, fault.instance);
-  const { instance, event } = await ctx.program.driver.armAndWrite(ctx, slot, fault, 'pause', wave);
+  const { instance, event } = await armFault(ctx, slot, fault, 'pause', wave);
   instance.pause();
   ctx.log.emitState();
   ctx.record.fault(fault, instance.id, event, event ? null : slot.txnOpen, 'paused (SIGSTOP) past its session timeout, no replacement: the group hands its partitions to the other instances');

@@ -44,6 +44,11 @@ export interface ProgressSource {
   moved(): void;
   /** Whether a live instance says it holds a transaction open (our wrapper; false for --cmd). */
   transactionOpen(): boolean;
+  /**
+   * Whether every live instance has read its database since it started, as the relay saw (a
+   * Query or Execute); true when that cannot be seen (a --cmd program, no sandbox).
+   */
+  readFromDatabaseSinceStart(): boolean;
 }
 
 export class PipelineProgress {
@@ -228,6 +233,9 @@ export class PipelineProgress {
     const { topics } = this.src.lab;
     const databaseFed = !topics.some((t) => t.role === 'internal');
     const quietFor = !databaseFed ? PIPELINE_QUIET_MS : this.lastStartAt > this.outputMovedAt ? DATABASE_FED_RESTARTED_QUIET_MS : DATABASE_FED_QUIET_MS;
+    // A database-fed stage restarted after its output last moved shows nothing in Kafka until it
+    // publishes: quiet proves nothing before it has read its database at least once.
+    if (databaseFed && !this.src.readFromDatabaseSinceStart()) return false;
     return this.stages.caughtUp && Date.now() - this.stages.changedAt >= quietFor;
   }
 

@@ -66,6 +66,11 @@ export class PipelineScenario implements Scenario<Played>, PipelineState {
       watchStages: () => attempt.options.mode !== 'run' && (attempt.phase === 'running' || attempt.phase === 'settling'),
       moved: () => this.supervisor.resetRestartCounts(),
       transactionOpen: () => this.liveness.liveTransactionOpen(),
+      readFromDatabaseSinceStart: () =>
+        [...this.supervisor.slots.values()].every((s) => {
+          const { alive, lastQueryAt, startedAt } = s.current;
+          return !alive || lastQueryAt === undefined || startedAt === undefined || lastQueryAt > startedAt;
+        }),
     });
     this.supervisor = pipelineSupervisor(this);
     const writer = this.writer;

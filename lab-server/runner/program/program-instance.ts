@@ -42,6 +42,10 @@ export interface ProgramProcess {
   readonly wireWatched?: boolean;
   /** Read on the wire: when it last asked the broker for records (0: never); undefined when not wire-watched. */
   readonly lastFetchAt?: number;
+  /** Read on the wire: when it last sent its database a statement (0: never); undefined when not wire-watched. */
+  readonly lastQueryAt?: number;
+  /** When it was started (ms since the epoch). */
+  readonly startedAt?: number;
   signal(signal: NodeJS.Signals): void;
   pause(): void;
   resume(): void;
@@ -78,6 +82,7 @@ export class ProgramInstance extends EventEmitter<{
   exit: [code: number | null, signal: NodeJS.Signals | null];
 }> implements ProgramProcess {
   state: InstanceState = 'starting';
+  readonly startedAt = Date.now();
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   private readonly child: ChildProcess;
   private readonly sandbox: InstanceSandbox | null;
@@ -183,6 +188,10 @@ export class ProgramInstance extends EventEmitter<{
 
   get lastFetchAt(): number | undefined {
     return this.tap?.lastFetchAt;
+  }
+
+  get lastQueryAt(): number | undefined {
+    return this.tap?.lastQueryAt;
   }
 
   send(command: RunnerCommand): void {

@@ -58,6 +58,8 @@ export class WireTap extends EventEmitter<{ event: [WireEvent]; line: [string] }
   private readonly members = new Set<string>();
   /** When the instance last asked the broker for records (a Fetch request); 0: never. */
   lastFetchAt = 0;
+  /** When it last sent its database a statement (a Query or an Execute); 0: never. */
+  lastQueryAt = 0;
 
   /** A connection of the given protocol; its decoders' refusals end it (the relay's job). */
   connection(protocol: WireProtocol): TappedConnection {
@@ -80,6 +82,7 @@ export class WireTap extends EventEmitter<{ event: [WireEvent]; line: [string] }
         request: (m) => {
           const message = m as PostgresFrontendMessage;
           if (message.kind === 'encryption-request') backend.expectEncryptionAnswer();
+          if (message.kind === 'query' || message.kind === 'execute') this.lastQueryAt = Date.now();
           return this.point(postgresPoint(message, inTransaction));
         },
         response: (m) => {
