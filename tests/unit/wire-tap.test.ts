@@ -4,10 +4,10 @@
  * "inside a transaction" only for a transaction that carries the batch.
  */
 import { describe, expect, it } from 'vitest';
-import { Writer } from '@platformatic/kafka';
+import { createRecordsBatch, Writer } from '@platformatic/kafka';
 import { WireTap } from '../../lab-server/runner/wire/wire-tap.ts';
 import type { ChildEvent } from '../../lab-server/runner/program/child/protocol.ts';
-import { kafkajsFrame, kafkajsRequest, Long, responseFrame } from '../support/kafka-frames.ts';
+import { flexibleFrame, kafkajsFrame, kafkajsRequest, Long, responseFrame } from '../support/kafka-frames.ts';
 
 const producerId = Long.fromString('7001');
 const TX = 'tx-i1';
@@ -147,5 +147,34 @@ describe('a fenced zombie', () => {
     t.request(await kafkajsFrame(3, kafkajsRequest('addOffsetsToTxn', 0)({ transactionalId: TX, producerId, producerEpoch: 0, groupId: 'g' })));
     t.response(responseFrame(3, Writer.create().appendInt32(0).appendInt16(47), false));
     expect(t.events.find((e) => e.t === 'failed')).toMatchObject({ op: 'sendOffsets', error: 'INVALID_PRODUCER_EPOCH' });
+  });
+});
+
+describe('topics named by id', () => {
+  it('are named again from the Metadata answer that gave the id, for a topic-aimed fault', async () => {
+    const t = tapped();
+    const topicId = '0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0';
+    // Metadata v12 (flexible) asked for, then its answer: one topic with its id.
+    t.request(flexibleFrame(3, 12, 1, Writer.create().appendArray([], () => {}).appendBoolean(false).appendBoolean(false)));
+    const metadata = Writer.create()
+      .appendInt32(0)
+      .appendArray([], () => {})
+      .appendString(null)
+      .appendInt32(1)
+      .appendArray([0], (w) => w.appendInt16(0).appendString('out').appendUUID(topicId).appendBoolean(false).appendArray([], () => {}).appendInt32(0))
+      .appendTaggedFields();
+    t.response(responseFrame(1, metadata));
+    t.tap.command({ t: 'arm', point: 'before:send', action: 'kill', occurrence: 1, topic: 'out' });
+    // A transactional Produce v13: the topic by id.
+    const records = createRecordsBatch([{ topic: 'out', partition: 0, key: Buffer.from('k'), value: Buffer.from('v') }] as never, { transactionalId: TX, producerId: 7001n, producerEpoch: 0 } as never);
+    const produce = Writer.create()
+      .appendString(TX)
+      .appendInt16(-1)
+      .appendInt32(1000)
+      .appendArray([0], (w) => w.appendUUID(topicId).appendArray([0], (p) => p.appendInt32(0).appendUnsignedVarInt(records.length + 1).appendFrom(records)))
+      .appendTaggedFields();
+    const held = t.request(flexibleFrame(0, 13, 2, produce));
+    expect(held).toBeInstanceOf(Promise);
+    expect(t.events.find((e) => e.t === 'call')).toMatchObject({ point: 'before:send', records: 1 });
   });
 });

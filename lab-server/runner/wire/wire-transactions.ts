@@ -41,11 +41,23 @@ export interface KafkaPoint {
   transactionalId?: string;
 }
 
+/** Topic ids (Produce v13 and OffsetCommit v10 name topics by id) kept per instance, from its Metadata answers. */
+const MAX_TOPIC_IDS = 1024;
+
 export class WireTransactions {
   private readonly producers = new Map<bigint, Producer>();
+  private readonly topicNames = new Map<string, string>();
+
+  /** A partition's topic by name, whether the request named it or gave its id. */
+  private topicOf(at: { topic: string; topicId?: string }): string {
+    return at.topic || (at.topicId ? (this.topicNames.get(at.topicId) ?? at.topicId) : '');
+  }
 
   /** Takes in a message the relay is about to deliver; returns the crash point it is, if any. */
   apply(message: KafkaRequest | KafkaResponse, errorName: (code: number) => string): KafkaPoint | null {
+    if (message.kind === 'response' && message.body?.api === 'Metadata') {
+      for (const { topic, topicId } of message.body.topicIds) if (this.topicNames.size < MAX_TOPIC_IDS || this.topicNames.has(topicId)) this.topicNames.set(topicId, topic);
+    }
     return message.kind === 'request' ? this.request(message) : this.response(message, errorName);
   }
 
@@ -95,10 +107,12 @@ export class WireTransactions {
         if (!batches.length) return null;
         for (const batch of batches.filter((b) => b.transactional)) {
           const open = this.opened(this.producer(batch.producerId, body.transactionalId));
-          open.records.set(batch.topic, (open.records.get(batch.topic) ?? 0) + batch.records);
+          const topic = this.topicOf(batch);
+          open.records.set(topic, (open.records.get(topic) ?? 0) + batch.records);
         }
         const records = batches.reduce((n, b) => n + b.records, 0);
-        return { point: 'before:send', producerId: batches[0]!.producerId, records, written: [...new Set(batches.map((b) => b.topic))], ...(body.transactionalId ? { transactionalId: body.transactionalId } : {}) };
+        const written = [...new Set(batches.map((b) => this.topicOf(b)))];
+        return { point: 'before:send', producerId: batches[0]!.producerId, records, written, ...(body.transactionalId ? { transactionalId: body.transactionalId } : {}) };
       }
       case 'AddPartitionsToTxn':
         this.opened(this.producer(body.producerId, body.transactionalId));
@@ -141,7 +155,7 @@ export class WireTransactions {
       const batches = request.batches.filter((b) => !b.control && b.records > 0);
       if (!batches.length) return null;
       const error = firstError(body.partitions.map((p) => p.errorCode));
-      const written = [...new Set(batches.map((b) => b.topic))];
+      const written = [...new Set(batches.map((b) => this.topicOf(b)))];
       const transactionalId = request.transactionalId ? { transactionalId: request.transactionalId } : {};
       return { point: 'after:send', producerId: batches[0]!.producerId, records: batches.reduce((n, b) => n + b.records, 0), written, ...transactionalId, ...(error ? { error: errorName(error) } : {}) };
     }
