@@ -61,12 +61,11 @@ export interface Fixture {
   /** Graded on the 3-node cluster (a failover lab): the slowest grades, started first. */
   threeNodes?: boolean;
   /**
-   * Which plan decides a program that must fail. 'quick': a broken variant, which the quick plan
-   * catches on every seed; 'full': a variant whose `// full-plan:` line says why only the full plan
-   * can; 'quick-then-full': a starter or a command fixture, which the full plan grades again when
-   * the quick plan missed.
+   * Which plan decides a program that must fail. 'quick-then-full' (every fixture that must fail,
+   * by default): the quick plan, and the full plan again when the quick plan missed; 'full': a
+   * variant whose `// full-plan:` line says why only the full plan can catch it.
    */
-  failPlan?: 'quick' | 'full' | 'quick-then-full';
+  failPlan?: 'full' | 'quick-then-full';
 }
 
 /** Every program a lab folder declares, with what grading it must give (the fixture matrix). */
@@ -91,7 +90,7 @@ export async function labFixtures(labIds: string[]): Promise<Fixture[]> {
         input: { kind: 'code' as const, code: b.source },
         expect: 'fail' as const,
         check: b.expectFail,
-        failPlan: b.fullPlan ? ('full' as const) : ('quick' as const),
+        failPlan: b.fullPlan ? ('full' as const) : ('quick-then-full' as const),
       })),
       ...lab.definition.commandFixtures.map((c) => ({ lab: id, program: `cmd/${c.name}`, input: { kind: 'command' as const, command: c.command }, expect: c.expect, check: c.check })),
     );
@@ -149,14 +148,14 @@ export async function runFixtures(
       let got: string;
       let ok: boolean;
       try {
-        // A program that must fail is graded with the lab's short plan when that catches it on
-        // every seed (a broken variant without a full-plan line): the full plan would prove nothing
-        // more, and CI saves half the time. A starter or command fixture the quick plan missed is
-        // graded again on the full plan, which decides; programs that must pass take the full plan.
+        // A program that must fail is graded with the lab's short plan first: when that catches it
+        // on the named check, the full plan would prove nothing more, and CI saves half the time.
+        // Otherwise the full plan decides, straight away for a variant that says only it can catch
+        // it (a `// full-plan:` line); programs that must pass take the full plan.
         const databases = fixture.databases;
         const failPlan = fixture.expect === 'fail' ? (fixture.failPlan ?? 'quick-then-full') : null;
         // A variant that says only the full plan catches it takes the full plan under --quick too.
-        const quick = failPlan === 'full' ? false : options.quick || failPlan === 'quick' || failPlan === 'quick-then-full';
+        const quick = failPlan === 'full' ? false : options.quick || failPlan === 'quick-then-full';
         let report = await gradeProgram(lane, fixture.lab, fixture.input, { quick, databases });
         ({ ok, got } = judgeFixture(fixture, report));
         if (!ok && failPlan === 'quick-then-full' && !options.quick) {
