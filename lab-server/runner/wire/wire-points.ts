@@ -43,25 +43,6 @@ export interface WirePoint {
   transactionalId?: string;
 }
 
-export const WIRE_POINT_TABLE: ReadonlyArray<readonly [CrashPoint, string]> = [
-  ['before:send', 'Produce request carrying records'],
-  ['after:send', 'its Produce response'],
-  ['before:sendOffsets', 'TxnOffsetCommit request'],
-  ['after:sendOffsets', 'its TxnOffsetCommit response'],
-  ['before:commit', 'EndTxn request, committed = true'],
-  ['after:commit', 'its EndTxn response'],
-  ['before:abort', 'EndTxn request, committed = false'],
-  ['after:abort', 'its EndTxn response'],
-  ['before:commitOffsets', 'OffsetCommit request'],
-  ['after:commitOffsets', 'its OffsetCommit response'],
-  ['before:db-write', 'PostgreSQL Query or Execute of INSERT, UPDATE, DELETE, MERGE or COPY'],
-  ['after:db-write', 'its CommandComplete'],
-  ['before:db-commit', 'PostgreSQL Query or Execute of COMMIT'],
-  ['after:db-commit', 'its CommandComplete'],
-  ['before:http', 'HTTP/1.1 request head'],
-  ['after:http', 'its response head'],
-];
-
 /**
  * A PostgreSQL message as a crash point, or null. `inTransaction`: what the connection's last
  * ReadyForQuery said (inside a transaction block, or a failed one); a COMMIT's answer ends it.

@@ -12,7 +12,6 @@ import type { CrashPoint } from '../../../src/shared/report.ts';
 import type { KafkaRequest, KafkaResponse } from './kafka-wire.ts';
 
 export interface OpenTransaction {
-  transactionalId: string | null;
   /** Records written in it, per topic. */
   records: Map<string, number>;
   /** Input offsets put in it (TxnOffsetCommit), as `group/topic:partition`. */
@@ -94,7 +93,7 @@ export class WireTransactions {
   }
 
   private opened(producer: Producer): OpenTransaction {
-    producer.open ??= { transactionalId: producer.transactionalId, records: new Map(), offsets: new Map(), ending: null };
+    producer.open ??= { records: new Map(), offsets: new Map(), ending: null };
     return producer.open;
   }
 

@@ -53,31 +53,28 @@ export const RELAY_CONNECTION_RATE = { perSecond: 100, burst: 200 };
  */
 export function endpointsFromEnv(env: Record<string, string>): Endpoint[] {
   const found = new Map<string, Endpoint>();
-  let protocol: WireProtocol | null = null;
-  const add = (host: string, port: number) => {
+  const add = (host: string, port: number, protocol: WireProtocol | null) => {
     const key = `${host.toLowerCase()}:${port}`;
     // Two variables naming one address in different protocols: copy it unread rather than guess.
     const seen = found.get(key);
     if (port > 0 && port < 65536) found.set(key, { host: host.toLowerCase(), port, protocol: seen && seen.protocol !== protocol ? null : protocol });
   };
   for (const [name, value] of Object.entries(env)) {
-    // A host:port list is Kafka's bootstrap list (KAFKA_BROKERS); a URL says its protocol by scheme.
-    protocol = /BROKERS|BOOTSTRAP/i.test(name) ? 'kafka' : null;
     if (value.length > 4096) continue;
     const parts = value.split(',').map((p) => p.trim());
     if (parts.every((p) => HOST_PORT.test(p))) {
       for (const p of parts) {
         const [, host, port] = HOST_PORT.exec(p)!;
-        add(host!, Number(port));
+        // A host:port list is Kafka's bootstrap list (KAFKA_BROKERS); a URL says its protocol by scheme.
+        add(host!, Number(port), /BROKERS|BOOTSTRAP/i.test(name) ? 'kafka' : null);
       }
       continue;
     }
     if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) continue;
     try {
       const url = new URL(value);
-      protocol = URL_PROTOCOLS[url.protocol] ?? null;
       const port = url.port ? Number(url.port) : DEFAULT_PORTS[url.protocol];
-      if (url.hostname && port) add(url.hostname.replace(/^\[|\]$/g, ''), port);
+      if (url.hostname && port) add(url.hostname.replace(/^\[|\]$/g, ''), port, URL_PROTOCOLS[url.protocol] ?? null);
     } catch {
       // Not a URL after all (a JSON value, say): not an endpoint.
     }
@@ -234,7 +231,7 @@ export function pumpMessages(
   };
   from.on('data', (chunk: Buffer) => {
     try {
-      queue.push(...decoder.push(chunk));
+      for (const segment of decoder.push(chunk)) queue.push(segment);
     } catch (err) {
       refuse(err);
       return;
