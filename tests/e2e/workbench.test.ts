@@ -42,6 +42,31 @@ async function gradeAndWait(page: Page, button: 'Grade' | 'Quick grade'): Promis
   return (await verdict.getAttribute('data-verdict')) ?? '';
 }
 
+/**
+ * Relays the page's WebSocket, holding the server's `attempt` replies (a reopened report) until
+ * the page has sent a `grade`, then delivering them in order.
+ */
+async function holdRestoredReportUntilGrade(page: Page): Promise<void> {
+  await page.routeWebSocket(/\/ws$/, (ws) => {
+    const server = ws.connectToServer();
+    let gradeSent = false;
+    const held: string[] = [];
+    ws.onMessage((message) => {
+      if (typeof message === 'string' && JSON.parse(message).type === 'grade') {
+        gradeSent = true;
+        server.send(message);
+        setTimeout(() => held.splice(0).forEach((m) => ws.send(m)), 500);
+        return;
+      }
+      server.send(message);
+    });
+    server.onMessage((message) => {
+      if (!gradeSent && typeof message === 'string' && JSON.parse(message).type === 'attempt') held.push(message);
+      else ws.send(message);
+    });
+  });
+}
+
 /** The terminal's whole scrollback, as the <kiq-lab> element exposes it. */
 function terminalText(page: Page): Promise<string> {
   return lab(page).evaluate((el) => (el as HTMLElement & { transcript: string }).transcript);
@@ -206,6 +231,10 @@ describe('the course in a browser', () => {
 
   it('fails a broken variant naming no-duplicates with evidence, then shows aborted records on request', async () => {
     const page = await browser.newPage();
+    // The history holds the solution's PASS from the test above, and a reload brings the newest
+    // report back. Its reply is held here until this grade has started, as a slow link would
+    // deliver it: that stale PASS must never stand for this grade's verdict.
+    await holdRestoredReportUntilGrade(page);
     await openLab(page, brokenProgram('single-stage', 'offsets-after-commit'));
     const verdict = await gradeAndWait(page, 'Quick grade');
     await lab(page).locator('.kiq-wb-report').scrollIntoViewIfNeeded();

@@ -356,8 +356,14 @@ export function mountWorkbench(mountPoint: HTMLElement, payloadData: unknown): M
       return;
     }
     if (!send(message)) return;
-    // The report on screen is the previous grade's (it stays in the history): the new one replaces it.
-    if (message.type === 'grade') report.element.hidden = true;
+    if (message.type === 'grade') {
+      // The report on screen is the previous grade's (it stays in the history): the new one replaces it.
+      report.element.hidden = true;
+      // A last report still on its way back after a reload is older than this grade: showing it
+      // when it lands would pass it off as this grade's verdict.
+      reportShown = true;
+      for (const [id, action] of pendingAttempts) if (action === 'restore') pendingAttempts.delete(id);
+    }
     activity = 'pending';
     sessionLab = labId;
     lastPhase = '';
