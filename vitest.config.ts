@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { configDefaults, defineConfig } from 'vitest/config';
+import LongestFirst from './tests/support/sequencer.ts';
 
 /**
  * Two tiers. `npm run test:unit` runs the unit tier alone (the edit loop); `npm test` runs both,
@@ -8,13 +9,23 @@ import { configDefaults, defineConfig } from 'vitest/config';
  *    cannot resolve and there is no cluster pool, so a unit test that reaches for Kafka (directly,
  *    through connectCluster or a ClusterPool, or through a program it starts) fails instead of
  *    finding or starting a broker.
- *  - kafka: every other tests/ file, on one real broker started by tests/support/global-setup.ts.
+ *  - kafka: every other tests/ file, on real brokers started by tests/support/global-setup.ts.
+ *    Files run side by side in lanes (KAFKAIQ_TEST_LANES, 4), one per worker, each lane on brokers
+ *    of its own (tests/support/lane.ts): the lab matrix and the browser tests restart their broker on
+ *    purpose, which must not land in another file's grade.
  */
 const NO_BROKER = 'no-broker-in-unit-tests.invalid:9092';
+/**
+ * Lanes of the kafka tier. Most of a grade is waiting (session timeouts, restarts, a broker's
+ * restart), so 2 cores carry 4 lanes: the matrix's two shards, 4 grades each, and two lanes for
+ * every other file. KAFKA_BROKERS naming a cluster puts every file on it, so they run one at a time.
+ */
+const LANES = process.env.KAFKA_BROKERS ? 1 : Number(process.env.KAFKAIQ_TEST_LANES) || 4;
 
 export default defineConfig({
   test: {
     teardownTimeout: 30_000,
+    sequence: { sequencer: LongestFirst },
     projects: [
       {
         test: {
@@ -37,13 +48,12 @@ export default defineConfig({
           include: ['tests/**/*.test.ts'],
           exclude: [...configDefaults.exclude, 'tests/unit/**'],
           globalSetup: ['tests/support/pinned-node.ts', 'tests/support/global-setup.ts'],
-          // One real broker is shared by every file. Files run one after another: the lab checks and the
-          // browser test restart that broker on purpose, which must not land in another file's grade.
+          setupFiles: ['tests/support/lane.ts'],
           pool: 'forks',
-          fileParallelism: false,
+          maxWorkers: LANES,
+          sequence: { groupOrder: 1 },
           testTimeout: 60_000,
           hookTimeout: 180_000,
-          sequence: { groupOrder: 1 },
         },
       },
     ],

@@ -2,13 +2,14 @@
  * Proof that the pinned Kafka broker and kafkajs 2.2.4 give us the exactly-once building blocks
  * the whole course relies on. Each test runs on its own topic and group.
  */
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Admin, Producer } from 'kafkajs';
 import { partitionOffsets, readTopic } from '../lab-server/kafka/inspect.ts';
 import { testKafka, uniqueName } from './support/kafka.ts';
+import { testBrokers } from './support/brokers.ts';
 
 const kafka = testKafka('eos-primitives');
-const brokers = inject('brokers');
+const brokers = testBrokers();
 let admin: Admin;
 const producers: Producer[] = [];
 

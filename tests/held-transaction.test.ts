@@ -3,7 +3,7 @@
  * later transactions commit behind it and a read_committed reader stops at its first offset (the
  * LSO); when its time is up it ends as planned and the partition is readable to the end.
  */
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Admin } from 'kafkajs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { MaintenanceLock } from '../lab-server/broker/maintenance.ts';
@@ -11,9 +11,10 @@ import { partitionOffsets, readTopic } from '../lab-server/kafka/inspect.ts';
 import { InputWriter, planSeedTransactions } from '../lab-server/runner/seeder.ts';
 import { pipelineLabSchema } from '../src/shared/lab.ts';
 import { testKafka, uniqueName } from './support/kafka.ts';
+import { testBrokers } from './support/brokers.ts';
 
 const kafka = testKafka('held-transaction');
-const brokers = inject('brokers');
+const brokers = testBrokers();
 let admin: Admin;
 
 const lab = pipelineLabSchema.parse({

@@ -11,7 +11,7 @@
  * graded by hand with the full plan (see AUTHORING.md, "Code in lessons"). KAFKAIQ_LESSON_FULL=1
  * grades them with the full plan instead. Snippets (blocks without `program`) are not checked.
  */
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClusterPool } from '../lab-server/broker/cluster-pool.ts';
 import { listLabIds } from '../lab-server/labs/load-lab.ts';
 import { gradeProgram } from '../lab-server/runner/check-labs.ts';
@@ -19,6 +19,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
 import { assembleStarter, lessonPrograms, ROOT, typeCheck } from './support/lesson-programs.ts';
+import { testBrokers } from './support/brokers.ts';
 
 const programs = lessonPrograms();
 const graded = programs.filter((p) => p.lab);
@@ -144,7 +145,7 @@ describe('lesson programs that answer a lab pass it', () => {
   let clusters: ClusterPool;
 
   beforeAll(() => {
-    process.env.KAFKA_BROKERS = inject('brokers').join(',');
+    process.env.KAFKA_BROKERS = testBrokers().join(',');
     clusters = new ClusterPool();
   });
 

@@ -1,7 +1,7 @@
 /**
  * The __transaction_state decoder of the monitoring lab's grader against the real broker's own
  * records. Hand-built records and the alert rules need no broker: tests/unit/transaction-log.test.ts
- * and tests/unit/monitor-alerts.test.ts. The whole grade runs in labs.test.ts.
+ * and tests/unit/monitor-alerts.test.ts. The whole grade runs in the lab matrix (tests/support/labs-matrix.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Admin } from 'kafkajs';

@@ -6,7 +6,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { testBrokers } from './support/brokers.ts';
 import type { Admin } from 'kafkajs';
 import { pipelineLabSchema, type SeedRecord } from '../src/shared/lab.ts';
 import { compileProgram } from '../lab-server/runner/program/compile.ts';
@@ -18,7 +19,7 @@ import type { SeededRecord } from '../lab-server/runner/seeder.ts';
 import { testKafka, testProgramSaslEnv, uniqueName } from './support/kafka.ts';
 
 const kafka = testKafka('multi-stage-grading');
-const brokers = inject('brokers');
+const brokers = testBrokers();
 let admin: Admin;
 
 async function newTopic(prefix: string, partitions = 1) {

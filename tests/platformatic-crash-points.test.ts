@@ -12,7 +12,8 @@ import { GRADER_USER, saslEnv } from '../lab-server/kafka/credentials.ts';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { testBrokers } from './support/brokers.ts';
 import type { Admin } from 'kafkajs';
 import { partitionOffsets } from '../lab-server/kafka/inspect.ts';
 import { CHANNEL_FD_ENV, type ChildEvent, type RunnerCommand } from '../lab-server/runner/program/child/protocol.ts';
@@ -20,7 +21,7 @@ import { compileProgram } from '../lab-server/runner/program/compile.ts';
 import { testKafka, uniqueName } from './support/kafka.ts';
 
 const kafka = testKafka('platformatic-crash-points');
-const brokers = inject('brokers');
+const brokers = testBrokers();
 let admin: Admin;
 let dir: string;
 const children: ChildProcess[] = [];

@@ -6,15 +6,16 @@
  * is its own and nobody fenced it. The broker is only observed through kafkajs's admin (topic
  * creation, committed offsets) and the LSO probe; every read and write under test is the new client's.
  */
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Admin } from 'kafkajs';
 import { partitionOffsets } from '../lab-server/kafka/inspect.ts';
 import { testKafka, uniqueName } from './support/kafka.ts';
 import { Connection, initProducerIdV5, offsetFetchV9 } from '@platformatic/kafka';
 import { collect, graderLogin, PlatformaticClients, readValues } from './support/platformatic.ts';
+import { testBrokers } from './support/brokers.ts';
 
 const kafka = testKafka('platformatic-eos');
-const brokers = inject('brokers');
+const brokers = testBrokers();
 const clients = new PlatformaticClients(brokers);
 let admin: Admin;
 

@@ -6,15 +6,16 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { LABS_DIR } from '../lab-server/core/paths.ts';
 import { loadLab } from '../lab-server/labs/load-lab.ts';
 import { createAttempt } from '../lab-server/runner/attempt.ts';
 import type { SessionListener } from '../lab-server/runner/contract.ts';
 import { namespace } from './security/tenancy-support.ts';
 import { brokenProgram } from './support/broken-program.ts';
+import { testBrokers } from './support/brokers.ts';
 
-const brokers = inject('brokers');
+const brokers = testBrokers();
 
 function collecting(lines: string[]): SessionListener {
   return {

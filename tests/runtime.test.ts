@@ -6,10 +6,11 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ROOT_DIR } from '../lab-server/core/paths.ts';
 import { createLabSession } from '../lab-server/runner/lab-session.ts';
 import type { SessionListener } from '../lab-server/runner/contract.ts';
+import { testBrokers } from './support/brokers.ts';
 
 const manifest = JSON.parse(fs.readFileSync(path.join(ROOT_DIR, 'package.json'), 'utf8'));
 const PINNED = `v${manifest.optionalDependencies.node}`;
@@ -35,7 +36,7 @@ describe('the pinned Node runtime', () => {
       state: () => {},
       fault: () => {},
     };
-    const session = createLabSession({ sessionId: 'runtime-test', listener, cluster: { brokers: inject('brokers'), control: null } });
+    const session = createLabSession({ sessionId: 'runtime-test', listener, cluster: { brokers: testBrokers(), control: null } });
     const program = `console.log('runtime ' + process.version);\nsetInterval(() => {}, 1000);\n`;
     const running = session.run('single-stage', program);
     await Promise.race([printed, running, new Promise((r) => setTimeout(r, 45_000))]);

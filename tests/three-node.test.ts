@@ -5,7 +5,7 @@
  * coordinator moves, transactions commit again, and the node rejoins. The cluster comes from the
  * run's global setup (started once per run, on first use).
  */
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClusterPool } from '../lab-server/broker/cluster-pool.ts';
 import type { KafkaCluster } from '../lab-server/broker/cluster.ts';
 import { createKafka } from '../lab-server/kafka/client.ts';
@@ -18,6 +18,7 @@ import {
 import { TRANSACTION_STATE_TOPIC } from '../lab-server/kafka/transaction-log.ts';
 import { partitionOffsets, readTopic } from '../lab-server/kafka/inspect.ts';
 import { uniqueName } from './support/kafka.ts';
+import { testBrokers } from './support/brokers.ts';
 
 let pool: ClusterPool;
 let cluster: KafkaCluster;
@@ -43,7 +44,7 @@ describe('transaction coordinator placement', () => {
   });
 
   it('refuses a KAFKA_BROKERS cluster with fewer than 3 brokers, naming the fix', async () => {
-    const single = new ClusterPool({ external: inject('brokers').join(','), poolUrl: '' });
+    const single = new ClusterPool({ external: testBrokers().join(','), poolUrl: '' });
     await expect(single.get('three-nodes')).rejects.toThrow(/needs a cluster of 3 brokers.*has 1: point KAFKA_BROKERS at a 3-broker cluster, or unset it/);
   });
 });

@@ -6,10 +6,11 @@
  * Each is connected (reused, or started and owned by this process) on first use only, so a
  * process that never grades a three-nodes lab never pays for three JVMs.
  *
- * Test runs start clusters once for the whole run: vitest's global setup owns the pool and serves
- * it on a loopback HTTP endpoint (KAFKAIQ_CLUSTER_POOL); the pools of the test workers (and of a
- * course server they spawn) ask it, so the first file that needs the 3-node cluster starts it in
- * the long-lived process and every later file reuses it.
+ * Test runs start clusters once for the whole run: vitest's global setup owns one pool per lane
+ * (a test worker and the files it runs, one after another) and serves them on a loopback HTTP
+ * endpoint (KAFKAIQ_CLUSTER_POOL); the pools of a lane's worker (and of a course server it spawns)
+ * ask it, so the first file of a lane that needs the 3-node cluster starts it in the long-lived
+ * process and every later file of that lane reuses it.
  */
 import http from 'node:http';
 import { KafkaIqError, describeError } from '../../src/shared/errors.ts';
@@ -44,6 +45,8 @@ export interface ClusterPoolOptions {
   external?: string;
   /** A served pool to ask instead of connecting ourselves; defaults to KAFKAIQ_CLUSTER_POOL. */
   poolUrl?: string;
+  /** The port of KafkaIQ's own single broker (the 3-node cluster takes the three above it); defaults to defaultBrokerPort(). */
+  brokerPort?: number;
 }
 
 export class ClusterPool implements ClusterSource {
@@ -52,11 +55,13 @@ export class ClusterPool implements ClusterSource {
   private readonly external: string | undefined;
   private readonly poolUrl: string | undefined;
   private readonly log: (line: string) => void;
+  private readonly brokerPort: number | undefined;
 
   constructor(options: ClusterPoolOptions = {}) {
     this.external = ('external' in options ? options.external : process.env.KAFKA_BROKERS)?.trim() || undefined;
     this.poolUrl = ('poolUrl' in options ? options.poolUrl : process.env[CLUSTER_POOL_ENV])?.trim() || undefined;
     this.log = options.log ?? (() => {});
+    this.brokerPort = options.brokerPort;
   }
 
   /** True once get(kind) has succeeded: a later get answers at once. */
@@ -87,7 +92,8 @@ export class ClusterPool implements ClusterSource {
   }
 
   private options(kind: ClusterKind): BrokerOptions {
-    return kind === 'three-nodes' ? { nodes: 3, basePort: defaultClusterBasePort(), log: this.log } : { log: this.log };
+    if (kind === 'single') return this.brokerPort === undefined ? { log: this.log } : { basePort: this.brokerPort, log: this.log };
+    return { nodes: 3, basePort: this.brokerPort === undefined ? defaultClusterBasePort() : this.brokerPort + 3, log: this.log };
   }
 
   private async connect(kind: ClusterKind): Promise<KafkaCluster> {
@@ -138,7 +144,7 @@ async function brokerCount(bootstrap: string): Promise<number | null> {
   }
 }
 
-async function askServedPool(url: string, kind: ClusterKind): Promise<string[]> {
+export async function askServedPool(url: string, kind: ClusterKind): Promise<string[]> {
   let res: Response;
   try {
     res = await fetch(`${url}/clusters/${kind}`, { method: 'POST' });
@@ -151,17 +157,20 @@ async function askServedPool(url: string, kind: ClusterKind): Promise<string[]> 
 }
 
 /**
- * Serves a pool to other processes on 127.0.0.1 (POST /clusters/<kind> -> {"brokers": [...]}),
- * starting clusters on their first request. Returns the URL to put in KAFKAIQ_CLUSTER_POOL.
+ * Serves pools to other processes on 127.0.0.1, one per lane: POST /lanes/<n>/clusters/<kind> ->
+ * {"brokers": [...]}, starting a lane's pool and its clusters on their first request. Lanes let
+ * test files run side by side, each on brokers of its own (a file restarts its broker on purpose).
+ * Returns the URL whose `/lanes/<n>` is what a lane's processes put in KAFKAIQ_CLUSTER_POOL.
  */
-export async function serveClusterPool(pool: ClusterPool): Promise<{ url: string; close(): Promise<void> }> {
+export async function serveClusterPool(poolForLane: (lane: number) => ClusterPool): Promise<{ url: string; close(): Promise<void> }> {
   const server = http.createServer((req, res) => {
-    const kind = /^\/clusters\/([a-z-]+)$/.exec(req.url ?? '')?.[1] as ClusterKind | undefined;
-    if (req.method !== 'POST' || !kind || !CLUSTER_KINDS.includes(kind)) {
+    const match = /^\/lanes\/([1-9][0-9]?)\/clusters\/([a-z-]+)$/.exec(req.url ?? '');
+    const kind = match?.[2] as ClusterKind | undefined;
+    if (req.method !== 'POST' || !match || !kind || !CLUSTER_KINDS.includes(kind)) {
       res.writeHead(404).end();
       return;
     }
-    pool.get(kind).then(
+    poolForLane(Number(match[1])).get(kind).then(
       (cluster) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ brokers: cluster.brokers })),
       (err: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(describeError(err)),
     );

@@ -8,7 +8,8 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ClusterPool } from '../broker/cluster-pool.ts';
 import { describeError, KafkaIqError } from '../../src/shared/errors.ts';
-import { ROOT_DIR } from '../core/paths.ts';
+import { ROOT_DIR, STATE_DIR } from '../core/paths.ts';
+import { processAlive } from '../core/process-alive.ts';
 import { redactUrl } from '../db/pool.ts';
 import { CLASS_VIEW_PATH, instructorTokenFromEnv } from '../server/class-view.ts';
 import { sandboxStartCheck } from '../runner/program/sandbox/policy.ts';
@@ -46,6 +47,41 @@ async function buildSite(): Promise<void> {
   if (code !== 0) throw new KafkaIqError('INTERNAL', `The site build failed (exit ${code}): see the output above, fix it, then run 'npm start' again.`);
 }
 
+const BUILD_LOCK = path.join(STATE_DIR, 'site-build.lock');
+
+/**
+ * Builds the site if it is stale, one server at a time: two servers started together from one
+ * checkout (a second lab server, parallel test files) would otherwise build into the same dist/
+ * at once and serve each other's half-written files. The lock file names the builder's pid; a
+ * lock whose builder is gone is taken over.
+ */
+async function buildSiteIfStale(force: boolean): Promise<void> {
+  fs.mkdirSync(STATE_DIR, { recursive: true });
+  let announced = false;
+  for (;;) {
+    try {
+      fs.writeFileSync(BUILD_LOCK, String(process.pid), { flag: 'wx' });
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const holder = Number(fs.readFileSync(BUILD_LOCK, 'utf8'));
+      if (!Number.isInteger(holder) || holder <= 0 || !processAlive(holder)) {
+        fs.rmSync(BUILD_LOCK, { force: true });
+        continue;
+      }
+      if (!announced) console.log(`Waiting for another KafkaIQ server (pid ${holder}) to finish building the site...`);
+      announced = true;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
+  try {
+    // After a wait the other server has built it: stale no more.
+    if (force ? !announced : siteIsStale()) await buildSite();
+  } finally {
+    fs.rmSync(BUILD_LOCK, { force: true });
+  }
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { rebuild: { type: 'boolean', default: false }, 'no-build': { type: 'boolean', default: false } } });
   const { port, host } = listenAddressFromEnv();
@@ -64,7 +100,7 @@ async function main(): Promise<void> {
     `Database labs: ${process.env.DATABASE_URL ? `a database per attempt on DATABASE_URL (${redactUrl(process.env.DATABASE_URL)})` : 'an embedded PostgreSQL (PGlite) per attempt, started on first use (set DATABASE_URL for a real server)'}`,
   );
   try {
-    if (!values['no-build'] && (values.rebuild || siteIsStale())) await buildSite();
+    if (!values['no-build'] && (values.rebuild || siteIsStale())) await buildSiteIfStale(values.rebuild);
     const backend = await startLabBackend({ clusters, cluster, port, host, staticDir: DIST, command: 'npm start', instructorToken });
     const { url } = backend.server;
     if (backend.classView) console.log(`Class view: ${url}${CLASS_VIEW_PATH}?token=<KAFKAIQ_INSTRUCTOR_TOKEN>`);

@@ -5,7 +5,7 @@
  * `check`), or be declared in `checkCoverage` with `coverage: 'none'` and a reason.
  *
  * Pure functions over declarations: no broker, no files. `kafkaiq check` and
- * tests/unit/coverage.test.ts apply the rule statically; the fixture matrix (tests/labs.test.ts)
+ * tests/unit/coverage.test.ts apply the rule statically; the fixture matrix (tests/support/labs-matrix.ts)
  * then proves each fixture really fails the check it declares. Shared with the site's Labs page,
  * hence in src/shared.
  */

@@ -14,11 +14,12 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT_DIR } from '../../lab-server/core/paths.ts';
 import { launchBrowser } from '../support/browser.ts';
 import { startCourseServer, type CourseServer } from '../support/course-server.ts';
 import { brokenProgram } from '../support/broken-program.ts';
+import { testBrokers } from '../support/brokers.ts';
 
 const requireHere = createRequire(import.meta.url);
 const AXE_SOURCE = fs.readFileSync(requireHere.resolve('axe-core/axe.min.js'), 'utf8');
@@ -103,7 +104,7 @@ function focused(page: Page): Promise<{ tag: string; cls: string; text: string; 
 
 beforeAll(async () => {
   fs.mkdirSync(SHOTS, { recursive: true });
-  server = await startCourseServer(inject('brokers'), 'start', { env: { KAFKAIQ_INSTRUCTOR_TOKEN: INSTRUCTOR_TOKEN } });
+  server = await startCourseServer(testBrokers(), 'start', { env: { KAFKAIQ_INSTRUCTOR_TOKEN: INSTRUCTOR_TOKEN } });
   baseUrl = server.url;
   browser = await launchBrowser({ viewport: { width: 1400, height: 900 } });
 }, 420_000);

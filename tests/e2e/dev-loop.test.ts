@@ -6,10 +6,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT_DIR } from '../../lab-server/core/paths.ts';
 import { launchBrowser } from '../support/browser.ts';
 import { startCourseServer, type CourseServer } from '../support/course-server.ts';
+import { testBrokers } from '../support/brokers.ts';
 
 // A page of its own (outside 10-1/, so not a lesson of the course): edited, then removed.
 const PAGE_FILE = path.join(ROOT_DIR, 'src/content/docs/dev-loop-check.mdx');
@@ -19,7 +20,7 @@ let browser: Awaited<ReturnType<typeof launchBrowser>>;
 
 beforeAll(async () => {
   fs.writeFileSync(PAGE_FILE, page('first version'));
-  server = await startCourseServer(inject('brokers'), 'dev');
+  server = await startCourseServer(testBrokers(), 'dev');
   browser = await launchBrowser({ colorScheme: 'light' });
 }, 240_000);
 

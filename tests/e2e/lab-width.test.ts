@@ -15,13 +15,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT_DIR } from '../../lab-server/core/paths.ts';
 import { formatReport } from '../../src/shared/format-report.ts';
 import type { GradeReport } from '../../src/shared/report.ts';
 import { launchBrowser } from '../support/browser.ts';
 import { startCourseServer, type CourseServer } from '../support/course-server.ts';
 import { brokenProgram } from '../support/broken-program.ts';
+import { testBrokers } from '../support/brokers.ts';
 
 const LESSON = '/10-1/04-single-stage/';
 const LAB_ID = 'single-stage';
@@ -46,7 +47,7 @@ interface Row {
 
 beforeAll(async () => {
   fs.mkdirSync(SHOTS, { recursive: true });
-  server = await startCourseServer(inject('brokers'));
+  server = await startCourseServer(testBrokers());
   baseUrl = server.url;
   browser = await launchBrowser({ viewport: { width: 1400, height: 900 } });
 }, 420_000);

@@ -10,11 +10,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT_DIR } from '../../lab-server/core/paths.ts';
 import { launchBrowser } from '../support/browser.ts';
 import { startCourseServer, type CourseServer } from '../support/course-server.ts';
 import { brokenProgram } from '../support/broken-program.ts';
+import { testBrokers } from '../support/brokers.ts';
 
 const TOKEN = 'learner-history-instructor-token-0123456789';
 let server: CourseServer;
@@ -55,7 +56,7 @@ async function freshLearner(page: Page, session: string, code?: { lab: string; t
 }
 
 beforeAll(async () => {
-  server = await startCourseServer(inject('brokers'), 'start', { env: { KAFKAIQ_INSTRUCTOR_TOKEN: TOKEN } });
+  server = await startCourseServer(testBrokers(), 'start', { env: { KAFKAIQ_INSTRUCTOR_TOKEN: TOKEN } });
   baseUrl = server.url;
   browser = await launchBrowser({ colorScheme: 'light' });
 }, 420_000);

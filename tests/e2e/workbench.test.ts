@@ -8,12 +8,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT_DIR } from '../../lab-server/core/paths.ts';
 import { loadLab } from '../../lab-server/labs/load-lab.ts';
 import { launchBrowser } from '../support/browser.ts';
 import { startCourseServer, type CourseServer } from '../support/course-server.ts';
 import { brokenProgram } from '../support/broken-program.ts';
+import { testBrokers } from '../support/brokers.ts';
 
 const SHOTS = path.join(ROOT_DIR, 'test-results');
 const LESSON = '/10-1/04-single-stage/';
@@ -80,7 +81,7 @@ async function typeCommand(page: Page, command: string): Promise<void> {
 
 beforeAll(async () => {
   fs.mkdirSync(SHOTS, { recursive: true });
-  server = await startCourseServer(inject('brokers'));
+  server = await startCourseServer(testBrokers());
   baseUrl = server.url;
   browser = await launchBrowser({ colorScheme: 'light' });
 }, 420_000);

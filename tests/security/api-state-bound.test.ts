@@ -8,15 +8,16 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { LABS_DIR, ROOT_DIR } from '../../lab-server/core/paths.ts';
 import { labApi } from '../../lab-server/api/lab-api.ts';
 import { gradeProgram } from '../../lab-server/runner/check-labs.ts';
 import { DEFAULT_API_STATE_LIMITS } from '../../src/shared/api-limits.ts';
 import { formatLabFacts } from '../../src/shared/lab-facts.ts';
 import { loadLabFacts } from '../../lab-server/labs/coverage.ts';
+import { testBrokers } from '../support/brokers.ts';
 
-const brokers = inject('brokers');
+const brokers = testBrokers();
 
 /** Runs the flood program against a namespace URL; returns its RESULT. */
 function flood(url: string, env: Record<string, string> = {}): Promise<{ allowed: boolean; applied: number; refused: number; first429: { status: number; retryAfter: string | null; body: { error: string; message: string } } }> {

@@ -8,15 +8,16 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ROOT_DIR } from '../../lab-server/core/paths.ts';
 import { compileProgram } from '../../lab-server/runner/program/compile.ts';
 import { commandLine, DEFAULT_INSTANCE_LIMITS } from '../../lab-server/runner/program/program-instance.ts';
 import { createWorkDir } from '../../lab-server/runner/program/work-dirs.ts';
 import { expectEveryWayRefused } from './module-gate-support.ts';
 import { innocentGrade, type AttackResult } from './tenancy-support.ts';
+import { testBrokers } from '../support/brokers.ts';
 
-const brokers = inject('brokers');
+const brokers = testBrokers();
 
 /** Runs the attack unsandboxed until it prints its RESULT line; its output as the attempt sink would show it. */
 async function runUnsandboxed(name: string): Promise<AttackResult & { output: string[] }> {

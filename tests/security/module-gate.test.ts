@@ -6,11 +6,12 @@
  * CI); module-gate-unsandboxed.test.ts runs the same program without it. Beside it, another
  * learner's quick grade passes.
  */
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { innocentGrade, runAttack } from './tenancy-support.ts';
 import { expectEveryWayRefused } from './module-gate-support.ts';
+import { testBrokers } from '../support/brokers.ts';
 
-const brokers = inject('brokers');
+const brokers = testBrokers();
 
 describe('the run-time module gate, sandboxed', () => {
   it('refuses node:sqlite, v8 and vm however they are loaded, and a hook in front of it', async () => {

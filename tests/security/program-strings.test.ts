@@ -8,11 +8,12 @@
  */
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ROOT_DIR } from '../../lab-server/core/paths.ts';
 import { innocentGrade } from './tenancy-support.ts';
+import { testBrokers } from '../support/brokers.ts';
 
-const brokers = inject('brokers');
+const brokers = testBrokers();
 
 function cli(args: string[]): Promise<{ code: number | null; stdout: Buffer; stderr: Buffer }> {
   const child = spawn(process.execPath, [path.join(ROOT_DIR, 'bin/kafkaiq.mjs'), ...args], {

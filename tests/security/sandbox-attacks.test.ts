@@ -7,16 +7,17 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isKafkaAt } from '../../lab-server/broker/probes.ts';
 import { STATE_DIR } from '../../lab-server/core/paths.ts';
 import { probeSandbox } from '../../lab-server/runner/program/sandbox/bubblewrap.ts';
 import { startCourseServer, type CourseServer } from '../support/course-server.ts';
 import * as attacks from './attacks.ts';
 import { innocentGrade, Learner } from './support.ts';
+import { testBrokers } from '../support/brokers.ts';
 
 let server: CourseServer & { pid: number };
-const brokers = inject('brokers');
+const brokers = testBrokers();
 
 beforeAll(async () => {
   // The sandbox is required here: CI installs bubblewrap (.ci/run). No skipping.

@@ -8,12 +8,13 @@
  * the authorizer, and the InitProducerIds and logins it accepted stay within the configured rates.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { answersWithin } from '../../lab-server/broker/probes.ts';
 import { ATTEMPT_BROKER_LIMITS } from '../../lab-server/broker/server-properties.ts';
 import { innocentGrade, runAttack } from './tenancy-support.ts';
+import { testBrokers } from '../support/brokers.ts';
 
-const brokers = inject('brokers');
+const brokers = testBrokers();
 const FLOOD_MS = 25_000;
 
 interface FloodCounts {

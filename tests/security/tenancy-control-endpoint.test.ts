@@ -5,12 +5,13 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { BrokerProcess } from '../../lab-server/broker/broker-process.ts';
 import { probeSandbox } from '../../lab-server/runner/program/sandbox/bubblewrap.ts';
 import { innocentGrade, runAttack } from './tenancy-support.ts';
+import { testBrokers } from '../support/brokers.ts';
 
-const brokers = inject('brokers');
+const brokers = testBrokers();
 
 function controlFile(): string {
   const port = Number(brokers[0]!.split(':')[1]);

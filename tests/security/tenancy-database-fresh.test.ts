@@ -14,7 +14,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LABS_DIR, ROOT_DIR } from '../../lab-server/core/paths.ts';
 import { DatabasePool, type DatabaseLease } from '../../lab-server/db/pool.ts';
 import { randomNamespace } from '../../lab-server/kafka/attempt-names.ts';
@@ -22,8 +22,9 @@ import { loadLab } from '../../lab-server/labs/load-lab.ts';
 import { createAttempt } from '../../lab-server/runner/attempt.ts';
 import { gradeProgram } from '../../lab-server/runner/check-labs.ts';
 import { postgresBin, POSTGRES_MISSING, ThrowawayPostgres } from '../support/postgres.ts';
+import { testBrokers } from '../support/brokers.ts';
 
-const brokers = inject('brokers');
+const brokers = testBrokers();
 const bin = postgresBin();
 let server: ThrowawayPostgres | null = null;
 const pools: DatabasePool[] = [];

@@ -4,13 +4,14 @@
  * grader's InitProducerId for the id aborts the transaction at once, so the output's LSO reaches
  * its high watermark within seconds instead of after the transaction timeout.
  */
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { partitionOffsets } from '../../lab-server/kafka/inspect.ts';
 import { listTransactions } from '../../lab-server/kafka/transactions.ts';
 import { fenceTransactionalIds } from '../../lab-server/kafka/fence.ts';
 import { innocentGrade, runAttack } from './tenancy-support.ts';
+import { testBrokers } from '../support/brokers.ts';
 
-const brokers = inject('brokers');
+const brokers = testBrokers();
 
 describe("an attempt's transactional ids at its end", () => {
   it('are fenced: a transaction the program left open is aborted when the attempt ends; a concurrent grade passes', async () => {

@@ -4,10 +4,11 @@
  * grade runs at the same time in the namespace the attacks aim at, and still passes. The grants
  * are LITERAL: a name of the attacker's own namespace that the lab did not give it is refused too.
  */
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { innocentGrade, runAttack } from './tenancy-support.ts';
+import { testBrokers } from '../support/brokers.ts';
 
-const brokers = inject('brokers');
+const brokers = testBrokers();
 
 describe('an attempt user may touch only its own namespace', () => {
   const cases: [attack: string, refusal: RegExp][] = [

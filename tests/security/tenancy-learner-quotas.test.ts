@@ -7,13 +7,14 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LABS_DIR } from '../../lab-server/core/paths.ts';
 import { DEFAULT_LIMITS } from '../../lab-server/server/admission.ts';
 import { startCourseServer, type CourseServer } from '../support/course-server.ts';
 import { WsClient } from './tenancy-ws-client.ts';
+import { testBrokers } from '../support/brokers.ts';
 
-const brokers = inject('brokers');
+const brokers = testBrokers();
 const solution = fs.readFileSync(path.join(LABS_DIR, 'single-stage', 'solution.ts'), 'utf8');
 let server: CourseServer;
 const sessionId = (tag: string) => `quota-${tag}-${Math.random().toString(36).slice(2, 10)}`;

@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { LABS_DIR } from '../../lab-server/core/paths.ts';
 import { partitionOffsets } from '../../lab-server/kafka/inspect.ts';
 import { loadLab } from '../../lab-server/labs/load-lab.ts';
@@ -15,8 +15,9 @@ import { createAttempt } from '../../lab-server/runner/attempt.ts';
 import { checkOutputLogIntact } from '../../lab-server/runner/checkers/output-log-intact.ts';
 import { testKafka } from '../support/kafka.ts';
 import { namespace } from './tenancy-support.ts';
+import { testBrokers } from '../support/brokers.ts';
 
-const brokers = inject('brokers');
+const brokers = testBrokers();
 
 describe('output-log-intact', () => {
   it('passes at log start 0 and fails with evidence above it (pure checker)', () => {

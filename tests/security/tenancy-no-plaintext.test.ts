@@ -4,11 +4,12 @@
  * user or a user name of another shape. The attempt user's quota throttles a flood of produce
  * requests, while the grader is never throttled.
  */
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createKafka } from '../../lab-server/kafka/client.ts';
 import { attemptUser, passwordFor } from '../../lab-server/kafka/credentials.ts';
+import { testBrokers } from '../support/brokers.ts';
 
-const brokers = inject('brokers');
+const brokers = testBrokers();
 const CONTROLLER_OFFSET = 10_000;
 
 async function refusal(address: string, sasl: { mechanism: 'plain'; username: string; password: string } | undefined): Promise<string> {

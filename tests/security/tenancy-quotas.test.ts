@@ -3,15 +3,16 @@
  * is not; attempt topics keep at most retention.bytes per partition; an attempt cannot hold more
  * than its cap of topics and partitions.
  */
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ATTEMPT_QUOTAS } from '../../lab-server/broker/server-properties.ts';
 import { grantAttempt } from '../../lab-server/kafka/attempt-acls.ts';
 import { createKafka, kafkajs } from '../../lab-server/kafka/client.ts';
 import { ATTEMPT_TOPIC_LIMITS, createTopics, deleteTopics } from '../../lab-server/kafka/topics.ts';
 import { testKafka } from '../support/kafka.ts';
 import { namespace } from './tenancy-support.ts';
+import { testBrokers } from '../support/brokers.ts';
 
-const brokers = inject('brokers');
+const brokers = testBrokers();
 const grader = testKafka('tenancy-quotas');
 // The broker answers a user over its quota with a throttle time (KIP-219), which kafkajs obeys.
 const MB = 1024 * 1024;

@@ -5,14 +5,15 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { LABS_DIR } from '../../lab-server/core/paths.ts';
 import { loadLab } from '../../lab-server/labs/load-lab.ts';
 import { createAttempt } from '../../lab-server/runner/attempt.ts';
 import { openAttemptStore } from '../../lab-server/server/attempt-store.ts';
 import { namespace } from './tenancy-support.ts';
+import { testBrokers } from '../support/brokers.ts';
 
-const brokers = inject('brokers');
+const brokers = testBrokers();
 const quiet = { output: () => {}, diagnostics: () => {}, progress: () => {}, state: () => {}, fault: () => {} };
 
 describe('replaying a seed for credit', () => {

@@ -4,12 +4,13 @@
  * one line naming the fix.
  */
 import { spawnSync } from 'node:child_process';
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ROOT_DIR } from '../../lab-server/core/paths.ts';
 import { startCourseServer } from '../support/course-server.ts';
 import { Learner } from './support.ts';
+import { testBrokers } from '../support/brokers.ts';
 
-const brokers = inject('brokers');
+const brokers = testBrokers();
 
 describe('without the sandbox', () => {
   it('refuses a non-loopback HOST with one line naming the fix', () => {

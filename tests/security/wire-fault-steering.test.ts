@@ -11,14 +11,15 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ROOT_DIR } from '../../lab-server/core/paths.ts';
 import { loadLab } from '../../lab-server/labs/load-lab.ts';
 import { createAttempt } from '../../lab-server/runner/attempt.ts';
 import type { GradeReport } from '../../src/shared/report.ts';
 import { innocentGrade, namespace } from './tenancy-support.ts';
+import { testBrokers } from '../support/brokers.ts';
 
-const brokers = inject('brokers');
+const brokers = testBrokers();
 
 async function gradeAttack(name: string, mode: 'quick' | 'grade'): Promise<{ report: GradeReport; lines: string[] }> {
   const lines: string[] = [];

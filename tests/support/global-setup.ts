@@ -1,31 +1,51 @@
 import type { TestProject } from 'vitest/node';
-import { CLUSTER_POOL_ENV, ClusterPool, serveClusterPool } from '../../lab-server/broker/cluster-pool.ts';
+import { ClusterPool, serveClusterPool } from '../../lab-server/broker/cluster-pool.ts';
+import { defaultBrokerPort } from '../../lab-server/broker/ports.ts';
+import { LANE_PORT_STRIDE } from './lane-ports.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
-    brokers: string[];
+    /** The served pools' URL: a lane's are at `${clusterPool}/lanes/<n>`. */
+    clusterPool: string;
+    /** The port of lane 1's teaching broker; lane n's is LANE_PORT_STRIDE × (n − 1) above it. */
+    firstBrokerPort: number;
+    /** KAFKA_BROKERS as the run was given it: every lane then shares that cluster. */
+    externalBrokers: string;
   }
 }
 
 /**
- * Global setup of the kafka tier (after pinned-node.ts): starts the teaching broker for the whole
- * run unless KAFKA_BROKERS names a cluster. The 3-node cluster of the failover labs starts only
- * when a test first asks for it (through the pool this process serves), once per run, and stops
- * with the run.
+ * Global setup of the kafka tier (after pinned-node.ts). Files run side by side in lanes, one per
+ * test worker (see lane.ts): each lane has a teaching broker of its own, because some files
+ * restart theirs on purpose, which must not land in another file's grade. This process owns every
+ * lane's clusters, started on a lane's first request (the 3-node cluster of the failover labs only
+ * when a file of that lane asks for it) and stopped with the run. Lane 1's broker starts now, so a
+ * broken Java or a taken port fails the run at once with its one-line error.
+ *
+ * KAFKA_BROKERS naming a cluster puts every lane on it.
  */
 export default async function setup(project: TestProject) {
   const log = (line: string) => console.log(`[broker] ${line}`);
-  const pool = new ClusterPool({ log, poolUrl: '' });
-  const cluster = await pool.get('single');
-  console.log(`[broker] ${cluster.origin} ${cluster.brokers.join(',')}`);
-  const served = await serveClusterPool(pool);
-  project.provide('brokers', cluster.brokers);
-  // Test workers start after this function: they inherit the address (and find the control file),
-  // and their ClusterPools ask ours for any other cluster.
-  process.env.KAFKA_BROKERS = cluster.brokers.join(',');
-  process.env[CLUSTER_POOL_ENV] = served.url;
+  const externalBrokers = process.env.KAFKA_BROKERS?.trim() ?? '';
+  const firstBrokerPort = defaultBrokerPort();
+  const pools = new Map<number, ClusterPool>();
+  const poolForLane = (lane: number) => {
+    let pool = pools.get(lane);
+    if (!pool) {
+      const brokerPort = firstBrokerPort + LANE_PORT_STRIDE * (lane - 1);
+      pool = new ClusterPool({ log: (line) => log(`lane ${lane}: ${line}`), poolUrl: '', external: externalBrokers, brokerPort });
+      pools.set(lane, pool);
+    }
+    return pool;
+  };
+  const first = await poolForLane(1).get('single');
+  console.log(`[broker] lane 1: ${first.origin} ${first.brokers.join(',')}`);
+  const served = await serveClusterPool(poolForLane);
+  project.provide('clusterPool', served.url);
+  project.provide('firstBrokerPort', firstBrokerPort);
+  project.provide('externalBrokers', externalBrokers);
   return async () => {
     await served.close();
-    await pool.close();
+    await Promise.all([...pools.values()].map((pool) => pool.close()));
   };
 }

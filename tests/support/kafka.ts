@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, inject } from 'vitest';
+import { afterAll, beforeAll } from 'vitest';
 import { connectCluster, type KafkaCluster } from '../../lab-server/broker/cluster.ts';
 import { createKafka } from '../../lab-server/kafka/client.ts';
 import { GRADER_USER, saslEnv } from '../../lab-server/kafka/credentials.ts';
+import { testBrokers } from './brokers.ts';
 
 /**
  * The Kafka login of a test's own program (one started outside an attempt, which has no attempt
@@ -13,7 +14,7 @@ export function testProgramSaslEnv(): Record<string, string> {
 }
 
 export function testKafka(clientId = 'kafkaiq-test') {
-  return createKafka(inject('brokers'), clientId);
+  return createKafka(testBrokers(), clientId);
 }
 
 /** Unique names so test files can share one broker without seeing each other's data. */
@@ -28,7 +29,7 @@ export function uniqueName(prefix: string): string {
 export function useGradingCluster(): () => KafkaCluster {
   let cluster: KafkaCluster | undefined;
   beforeAll(async () => {
-    process.env.KAFKA_BROKERS = inject('brokers').join(',');
+    process.env.KAFKA_BROKERS = testBrokers().join(',');
     cluster = await connectCluster();
   });
   afterAll(async () => {

@@ -2,7 +2,7 @@
  * The coverage rule (every check a lab lists is failed by one of its fixtures, or declared
  * coverage: 'none' with a reason), the lab facts `kafkaiq labs` and the Labs page show, and which
  * fixtures `kafkaiq check --watch` grades again for a saved file. No broker: these are
- * declarations; tests/labs.test.ts grades the fixtures and proves each fails the check it names.
+ * declarations; the lab matrix (tests/support/labs-matrix.ts) grades the fixtures and proves each fails the check it names.
  */
 import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';

@@ -2,7 +2,7 @@
  * The lab HTTP API (lab-server/api): the idempotency-key protocol, per-attempt namespaces, the
  * faults the grader arms (api-slow, api-error, api-timeout), the effect checks, the lab rules, and
  * the fetch crash points in a learner process running under Node's permission model. No broker
- * needed; the http-idempotency lab itself is graded in tests/labs.test.ts.
+ * needed; the http-idempotency lab itself is graded in the lab matrix (tests/support/labs-matrix.ts).
  */
 import fs from 'node:fs';
 import os from 'node:os';

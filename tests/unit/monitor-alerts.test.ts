@@ -1,7 +1,7 @@
 /**
  * The rules that turn a monitor's alerts into the hanging-transaction-reported and no-false-alarms
  * checks (lab-server/runner/checkers/monitor-alerts.ts), and the monitoring lab's definition. The
- * whole grade runs in tests/labs.test.ts.
+ * whole grade runs in the lab matrix (tests/support/labs-matrix.ts).
  */
 import { describe, expect, it } from 'vitest';
 import { loadLab } from '../../lab-server/labs/load-lab.ts';

@@ -1,7 +1,7 @@
 /**
  * The saga lab's parts that need no broker: the two participants of the lab API (inventory and
  * card service, lab-server/api/saga-service.ts) over real HTTP, the saga-outcome check, and the lab
- * rule that ties the check to the service. The lab itself is graded in tests/labs.test.ts.
+ * rule that ties the check to the service. The lab itself is graded in the lab matrix (tests/support/labs-matrix.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { labDefinitionSchema, pipelineLabSchema } from '../../src/shared/lab.ts';

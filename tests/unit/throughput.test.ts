@@ -1,7 +1,7 @@
 /**
  * The throughput requirement of performance labs: the rate / ratio arithmetic of
  * `throughput-speedup`, its evidence, the burst plan, and the lab-definition rules. The timing
- * itself runs in every grade of the batching lab (tests/labs.test.ts).
+ * itself runs in every grade of the batching lab (the lab matrix, tests/support/labs-matrix.ts).
  */
 import { describe, expect, it } from 'vitest';
 import { labDefinitionSchema } from '../../src/shared/lab.ts';

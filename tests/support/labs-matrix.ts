@@ -1,0 +1,174 @@
+/**
+ * The proof that every lab is gradeable: `kafkaiq check` on all of them, on the real broker (and
+ * the 3-node cluster for the failover labs), with the full fault plans (kills, a zombie, broker
+ * restarts, a killed transaction coordinator). Solutions take the full plan; programs that must fail
+ * take the quick plan first (see checkLabs). Each lab is one assertion, so a failure names the lab,
+ * the program and what the grader said.
+ *
+ * The matrix is cut into shards (tests/labs-<n>.test.ts), one test file each, so that the kafka
+ * tier's lanes grade them side by side: labMatrixShard deals the labs out by their number of
+ * fixtures, the largest first, each to the lightest shard so far, so any lab a folder adds lands
+ * in exactly one shard.
+ *
+ * The database labs run on the embedded database a learner gets by default, and where PostgreSQL's
+ * server binaries are installed (CI installs them) their whole matrix once more on a throwaway
+ * real server, as a lab server given DATABASE_URL would. Both share one pool of graders, so the
+ * real server's fixtures cost no run of their own. (Without the binaries CI fails with the fix.)
+ *
+ * A shard's graders (KAFKAIQ_CHECK_PARALLEL, 4) take turns over two single brokers, its lane's and
+ * one of its own, so a full plan's broker restart holds up only the grades on its broker.
+ */
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { defaultBrokerPort } from '../../lab-server/broker/ports.ts';
+import { connectCluster, type KafkaCluster } from '../../lab-server/broker/cluster.ts';
+import { ClusterPool, type ClusterSource } from '../../lab-server/broker/cluster-pool.ts';
+import { DatabasePool } from '../../lab-server/db/pool.ts';
+import { listLabIds, loadLab } from '../../lab-server/labs/load-lab.ts';
+import { labFixtures, runFixtures, type FixtureResult } from '../../lab-server/runner/check-labs.ts';
+import { postgresBin, POSTGRES_MISSING, ThrowawayPostgres } from './postgres.ts';
+
+// KAFKAIQ_LABS=db-sink,outbox narrows the run to some labs (an instructor working on one).
+// KAFKAIQ_CHECK_PARALLEL: grades at once. A grade mostly waits (session timeouts, a stall's bound,
+// a broker's restart), so 2 cores carry several (bench: npm run bench:grader; README).
+const CHECK_PARALLEL = Number(process.env.KAFKAIQ_CHECK_PARALLEL) || 4;
+/** Suffix of a database lab's fixtures graded on the real server. */
+const ON_SERVER = ' (PostgreSQL server)';
+
+/**
+ * The labs of shard `shard` (1-based) of `shards`: dealt out by fixture count (a database lab's
+ * count twice: its fixtures are graded on both databases), the largest first, each to the
+ * lightest shard so far; ties go to the lower shard.
+ */
+export async function labMatrixShard(labs: string[], shard: number, shards: number): Promise<string[]> {
+  const fixtures = await labFixtures(labs);
+  const weight = new Map<string, number>();
+  for (const lab of labs) {
+    const loaded = await loadLab(lab);
+    const onBoth = loaded.definition.kind === 'pipeline' && loaded.definition.database ? 2 : 1;
+    weight.set(lab, fixtures.filter((f) => f.lab === lab).length * onBoth);
+  }
+  const loads = Array.from({ length: shards }, () => ({ total: 0, labs: [] as string[] }));
+  for (const lab of [...labs].sort((a, b) => weight.get(b)! - weight.get(a)! || a.localeCompare(b))) {
+    const lightest = loads.reduce((min, load) => (load.total < min.total ? load : min));
+    lightest.labs.push(lab);
+    lightest.total += weight.get(lab)!;
+  }
+  return loads[shard - 1]!.labs;
+}
+
+/** Registers the matrix of one shard's labs as this test file's hooks and tests. */
+export async function labMatrix(shard: number, shards: number): Promise<void> {
+  const all = process.env.KAFKAIQ_LABS ? process.env.KAFKAIQ_LABS.split(',').map((id) => id.trim()).filter(Boolean) : listLabIds();
+  const labs = await labMatrixShard(all, shard, shards);
+  if (labs.length === 0) {
+    it.skip(`has no lab of its own: the ${all.length} named in KAFKAIQ_LABS are in other shards`, () => {});
+    return;
+  }
+  /** Every lab with a `database` block. */
+  const allDatabaseLabs = (await Promise.all(all.map((id) => loadLab(id)))).filter((lab) => lab.definition.kind === 'pipeline' && lab.definition.database).map((lab) => lab.id);
+  const databaseLabs = allDatabaseLabs.filter((lab) => labs.includes(lab));
+  const bin = postgresBin();
+
+  let clusters: ClusterPool;
+  let second: KafkaCluster | null = null;
+  let server: ThrowawayPostgres | null = null;
+  const pools: DatabasePool[] = [];
+  let results: FixtureResult[] = [];
+  /** The databases that existed on the real server while the fixtures ran. */
+  let databasesDuring: string[] = [];
+
+  beforeAll(async () => {
+    // Each lab on the cluster it declares: the 3-node cluster of the failover labs comes from the
+    // run's global setup, started on first use.
+    clusters = new ClusterPool();
+    const log = (line: string) => console.log(line);
+    const fixtures = await labFixtures(labs);
+    let watcher: pg.Client | null = null;
+    let timer: NodeJS.Timeout | undefined;
+    const seen = new Set<string>();
+    // One embedded database per grader of the pool (3): no fixture waits for another's to be free.
+    const embedded = new DatabasePool({ maxEmbedded: 3, log: (line) => console.log(`[database] ${line}`) });
+    pools.push(embedded);
+    for (const fixture of fixtures) if (databaseLabs.includes(fixture.lab)) fixture.databases = embedded;
+    if (bin) {
+      server = new ThrowawayPostgres(bin);
+      await server.start();
+      const onServer = new DatabasePool({ url: server.url, log: (line) => console.log(`[database] ${line}`) });
+      pools.push(onServer);
+      for (const fixture of fixtures.filter((f) => databaseLabs.includes(f.lab))) {
+        fixtures.push({ ...fixture, program: fixture.program + ON_SERVER, databases: onServer });
+      }
+      // Which databases exist while the attempts run: one per attempt, named after its namespace.
+      watcher = new pg.Client(server.url);
+      await watcher.connect();
+      const client = watcher;
+      timer = setInterval(() => {
+        client
+          .query("SELECT datname FROM pg_database WHERE datname LIKE 'kiq\\_%'")
+          .then(({ rows }) => rows.forEach((r: { datname: string }) => seen.add(r.datname)))
+          .catch(() => {});
+      }, 500);
+    }
+    // A second teaching broker of its own: the graders take turns over both, so a broker restart
+    // (a fault of the full plans) holds up only the grades on the broker it restarts.
+    second = await connectCluster({ basePort: defaultBrokerPort() + 20, external: '', log: (line) => console.log(`[broker 2] ${line}`) });
+    const secondLane: ClusterSource = { get: (kind) => (kind === 'single' ? Promise.resolve(second!) : clusters.get(kind)) };
+    try {
+      results = await runFixtures(fixtures, [clusters, secondLane], { parallel: CHECK_PARALLEL, log });
+    } finally {
+      clearInterval(timer);
+      await watcher?.end().catch(() => {});
+    }
+    databasesDuring = [...seen];
+  }, 25 * 60_000);
+
+  afterAll(async () => {
+    for (const pool of pools) await pool.close().catch(() => {});
+    await clusters?.close();
+    await second?.close();
+    server?.stopNow();
+  });
+
+  describe.each(labs)('lab %s', (lab) => {
+    it('passes its solution, fails its starter, and fails each broken variant on its named check', () => {
+      const mine = results.filter((r) => r.lab === lab);
+      expect(mine.map((r) => r.program)).toEqual(expect.arrayContaining(['solution', 'starter']));
+      const wrong = mine.filter((r) => !r.ok).map((r) => `${r.program}: expected ${r.expected}, got ${r.got}`);
+      expect(wrong).toEqual([]);
+    });
+  });
+
+  describe('the database labs', () => {
+    it.runIf(!bin && Boolean(process.env.CI))('have a real PostgreSQL server to run on in CI', () => {
+      expect.fail(POSTGRES_MISSING);
+    });
+
+    it.skipIf(!bin || databaseLabs.length === 0)('ran on a real PostgreSQL server, each attempt in a database of its own, dropped afterwards', async () => {
+      if (!process.env.KAFKAIQ_LABS) expect(allDatabaseLabs).toEqual(expect.arrayContaining(['db-sink', 'outbox', 'read-committed-downstream']));
+      const onServer = results.filter((r) => r.program.endsWith(ON_SERVER));
+      expect(databasesDuring.length).toBeGreaterThanOrEqual(Math.min(onServer.length, 3));
+      // Each attempt's database is named after its namespace: 128 random bits, nothing a client chose.
+      for (const name of databasesDuring) expect(name).toMatch(/^kiq_kiq_[0-9a-f]{32}$/);
+      const client = new pg.Client(server!.url);
+      await client.connect();
+      try {
+        const { rows } = await client.query("SELECT datname FROM pg_database WHERE datname LIKE 'kiq\\_%'");
+        expect(rows).toEqual([]);
+      } finally {
+        await client.end();
+      }
+    });
+
+    it.skipIf(!bin || databaseLabs.length === 0)('graded every fixture on both databases, the same way', () => {
+      for (const lab of databaseLabs) {
+        const mine = results.filter((r) => r.lab === lab);
+        const embedded = mine.filter((r) => !r.program.endsWith(ON_SERVER)).map((r) => r.program).sort();
+        const onServer = mine.filter((r) => r.program.endsWith(ON_SERVER)).map((r) => r.program.slice(0, -ON_SERVER.length)).sort();
+        expect(embedded).toEqual(expect.arrayContaining(['solution', 'starter']));
+        expect(onServer).toEqual(embedded);
+      }
+      expect(results.filter((r) => databaseLabs.includes(r.lab) && !r.ok).map((r) => `${r.lab} ${r.program}: ${r.got}`)).toEqual([]);
+    });
+  });
+}
