@@ -9,7 +9,7 @@ export interface CourseServer {
 }
 
 const ENTRIES = {
-  /** `npm start`: site build if stale, lab server. */
+  /** `npm start` on the site the run's global setup built (--no-build, see global-setup.ts), lab server. */
   start: { file: 'lab-server/cli/start.ts', ready: /KafkaIQ is ready: (http:\/\/\S+?)\/?(\s|$)/ },
   /** `npm run dev`: Astro's dev server with the lab server behind its proxy. */
   dev: { file: 'lab-server/cli/dev.ts', ready: /KafkaIQ dev server: (http:\/\/\S+?)\/?(\s|$)/ },
@@ -36,7 +36,8 @@ export function startCourseServer(
   options: { args?: string[]; env?: Record<string, string> } = {},
 ): Promise<CourseServer & { pid: number }> {
   const log: string[] = [];
-  const child: ChildProcess = spawn(process.execPath, ['--disable-sigusr1', '--import', 'tsx', ENTRIES[entry].file, ...(options.args ?? [])], {
+  const args = entry === 'start' ? ['--no-build', ...(options.args ?? []).filter((a) => a !== '--no-build')] : (options.args ?? []);
+  const child: ChildProcess = spawn(process.execPath, ['--disable-sigusr1', '--import', 'tsx', ENTRIES[entry].file, ...args], {
     cwd: ROOT_DIR,
     env: { ...serverEnv(), PORT: '0', KAFKA_BROKERS: brokers.join(','), ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],

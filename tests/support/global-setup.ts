@@ -1,6 +1,7 @@
 import type { TestProject } from 'vitest/node';
 import { ClusterPool, serveClusterPool } from '../../lab-server/broker/cluster-pool.ts';
 import { defaultBrokerPort } from '../../lab-server/broker/ports.ts';
+import { buildSiteIfStale } from '../../lab-server/cli/site-build.ts';
 import { LANE_PORT_STRIDE } from './lane-ports.ts';
 
 declare module 'vitest' {
@@ -20,7 +21,7 @@ declare module 'vitest' {
  * restart theirs on purpose, which must not land in another file's grade. This process owns every
  * lane's clusters, started on a lane's first request (the 3-node cluster of the failover labs only
  * when a file of that lane asks for it) and stopped with the run. Lane 1's broker starts now, so a
- * broken Java or a taken port fails the run at once with its one-line error.
+ * broken Java or a taken port fails the run at once with its one-line error, and so does the site.
  *
  * KAFKA_BROKERS naming a cluster puts every lane on it.
  */
@@ -38,7 +39,11 @@ export default async function setup(project: TestProject) {
     }
     return pool;
   };
-  const first = await poolForLane(1).get('single');
+  // The course site is built now, beside lane 1's broker start, and never again in the run: test
+  // files edit the sources on purpose (a lesson page in dev-loop, a scaffolded lab), and a build
+  // that read them half-edited, or rebuilt dist/ under a server of another lane, would break
+  // files that have nothing to do with the edit. The test servers start with --no-build.
+  const [first] = await Promise.all([poolForLane(1).get('single'), buildSiteIfStale(false)]);
   console.log(`[broker] lane 1: ${first.origin} ${first.brokers.join(',')}`);
   const served = await serveClusterPool(poolForLane);
   project.provide('clusterPool', served.url);
