@@ -9,6 +9,7 @@
  *    position each waiting learner is told.
  */
 import type http from 'node:http';
+import { availableParallelism } from 'node:os';
 import { KafkaIqError } from '../../src/shared/errors.ts';
 
 export interface AdmissionLimits {
@@ -27,7 +28,11 @@ export interface AdmissionLimits {
   gradesPerLearner: number;
 }
 
-/** Sized for a 2-core lab server: a grade keeps about one core busy while faults play. */
+/**
+ * The fixed limits, and concurrentGrades for a 2-core lab server (see defaultLimits). A full grade
+ * costs about 10 core-seconds over 13-20 s of wall time, half a core on average: two grades per
+ * core keep the cores busy without stretching a grade's waits past its bounds.
+ */
 export const DEFAULT_LIMITS: AdmissionLimits = {
   connectionsPerIp: 8,
   messagesPerSecond: 20,
@@ -38,8 +43,17 @@ export const DEFAULT_LIMITS: AdmissionLimits = {
   gradesPerLearner: 2,
 };
 
+/** Grades at once per core of the machine (DEFAULT_LIMITS says why two). */
+export const GRADES_PER_CORE = 2;
+
+/** The defaults for a machine of `cores` cores: concurrent grades follow the cores, the rest is fixed. */
+export function defaultLimits(cores: number = availableParallelism()): AdmissionLimits {
+  return { ...DEFAULT_LIMITS, concurrentGrades: Math.max(GRADES_PER_CORE, GRADES_PER_CORE * Math.floor(cores)) };
+}
+
 /** KAFKAIQ_MAX_GRADES etc. override the defaults (checked: a typo must not lift a limit). */
-export function limitsFromEnv(env: NodeJS.ProcessEnv = process.env): AdmissionLimits {
+export function limitsFromEnv(env: NodeJS.ProcessEnv = process.env, cores: number = availableParallelism()): AdmissionLimits {
+  const defaults = defaultLimits(cores);
   const read = (name: string, fallback: number) => {
     const raw = env[name];
     if (raw === undefined) return fallback;
@@ -48,13 +62,13 @@ export function limitsFromEnv(env: NodeJS.ProcessEnv = process.env): AdmissionLi
     return value;
   };
   return {
-    connectionsPerIp: read('KAFKAIQ_CONNECTIONS_PER_IP', DEFAULT_LIMITS.connectionsPerIp),
-    messagesPerSecond: read('KAFKAIQ_MESSAGES_PER_SECOND', DEFAULT_LIMITS.messagesPerSecond),
-    messageBurst: read('KAFKAIQ_MESSAGE_BURST', DEFAULT_LIMITS.messageBurst),
-    concurrentGrades: read('KAFKAIQ_MAX_GRADES', DEFAULT_LIMITS.concurrentGrades),
-    gradeQueue: read('KAFKAIQ_GRADE_QUEUE', DEFAULT_LIMITS.gradeQueue),
-    runsPerLearner: read('KAFKAIQ_RUNS_PER_LEARNER', DEFAULT_LIMITS.runsPerLearner),
-    gradesPerLearner: read('KAFKAIQ_GRADES_PER_LEARNER', DEFAULT_LIMITS.gradesPerLearner),
+    connectionsPerIp: read('KAFKAIQ_CONNECTIONS_PER_IP', defaults.connectionsPerIp),
+    messagesPerSecond: read('KAFKAIQ_MESSAGES_PER_SECOND', defaults.messagesPerSecond),
+    messageBurst: read('KAFKAIQ_MESSAGE_BURST', defaults.messageBurst),
+    concurrentGrades: read('KAFKAIQ_MAX_GRADES', defaults.concurrentGrades),
+    gradeQueue: read('KAFKAIQ_GRADE_QUEUE', defaults.gradeQueue),
+    runsPerLearner: read('KAFKAIQ_RUNS_PER_LEARNER', defaults.runsPerLearner),
+    gradesPerLearner: read('KAFKAIQ_GRADES_PER_LEARNER', defaults.gradesPerLearner),
   };
 }
 

@@ -10,7 +10,7 @@ import { describeError } from '../../src/shared/errors.ts';
 import type { AttemptStore } from './attempt-store.ts';
 import { handleAttemptsApi } from './attempts-api.ts';
 import { handleClassView } from './class-view.ts';
-import { ConnectionsPerIp, DEFAULT_LIMITS, GradeQueue, MessageRate, clientIp, type AdmissionLimits } from './admission.ts';
+import { ConnectionsPerIp, defaultLimits, GradeQueue, MessageRate, clientIp, type AdmissionLimits } from './admission.ts';
 import { InstructorSessions } from './instructor-session.ts';
 import { LabConnection, type ClusterInfo, type CreateSession } from './lab-connection.ts';
 import { KeyedRate, LearnerQuotas } from './learner-quotas.ts';
@@ -76,7 +76,7 @@ export async function createLabServer(options: LabServerOptions): Promise<LabSer
   const serveStatic = createStaticHandler(options.staticDir);
   const connections = new Set<LabConnection>();
   const bySession = new Map<string, LabConnection>();
-  const limits = options.limits ?? DEFAULT_LIMITS;
+  const limits = options.limits ?? defaultLimits();
   const perIp = new ConnectionsPerIp(limits.connectionsPerIp);
   const grades = new GradeQueue(limits.concurrentGrades, limits.gradeQueue);
   const quotas = new LearnerQuotas({ runs: limits.runsPerLearner, grades: limits.gradesPerLearner });
