@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { configDefaults, defineConfig } from 'vitest/config';
 import LongestFirst from './tests/support/sequencer.ts';
+import { testLanes } from './tests/support/lane-ports.ts';
 
 /**
  * Two tiers. `npm run test:unit` runs the unit tier alone (the edit loop); `npm test` runs both,
@@ -15,14 +16,7 @@ import LongestFirst from './tests/support/sequencer.ts';
  *    purpose, which must not land in another file's grade.
  */
 const NO_BROKER = 'no-broker-in-unit-tests.invalid:9092';
-/**
- * Lanes of the kafka tier: the matrix's two shards (4 grades each) and one lane for every other
- * file. Most of a grade is waiting (session timeouts, restarts, a broker's restart), yet a fourth
- * lane keeps 2 cores saturated for the whole run, and then the browser tests' page loads and a
- * 3-node cluster's request timeouts run out (figures in docs/benchmarks/journal.md).
- * KAFKA_BROKERS naming a cluster puts every file on it, so they run one at a time.
- */
-const LANES = process.env.KAFKA_BROKERS ? 1 : Number(process.env.KAFKAIQ_TEST_LANES) || 3;
+const LANES = testLanes();
 
 export default defineConfig({
   test: {

@@ -38,6 +38,11 @@ export function brokerJvmArgs(node: { nodeId: number; heapMb: number; configPath
   ];
 }
 
+/** The class-data archive of the broker's JVM (see classDataSharingFlags). */
+export function classArchiveFile(): string {
+  return path.join(BROKER_LIB_DIR, 'kafka-classes.jsa');
+}
+
 /**
  * Application class-data sharing: the first clean shutdown writes an archive of the ~5,000
  * classes Kafka loads, and later starts map it instead of parsing jars again (seconds saved on
@@ -45,7 +50,7 @@ export function brokerJvmArgs(node: { nodeId: number; heapMb: number; configPath
  */
 function classDataSharingFlags(nodeId: number): string[] {
   if (process.env.KAFKAIQ_NO_CDS) return [];
-  const archive = path.join(BROKER_LIB_DIR, 'kafka-classes.jsa');
+  const archive = classArchiveFile();
   // The broker runs with BrokerPatches' agent: a dump refuses an agent unless allowed, and an
   // archive dumped so is used only with the same setting (else silently not at all, and a start
   // takes twice as long). The class the agent edits stays out of the archive, edited at each start.
