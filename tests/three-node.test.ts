@@ -5,6 +5,7 @@
  * coordinator moves, transactions commit again, and the node rejoins. The cluster comes from the
  * run's global setup (started once per run, on first use).
  */
+import { logLevel, type LogEntry } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClusterPool } from '../lab-server/broker/cluster-pool.ts';
 import type { KafkaCluster } from '../lab-server/broker/cluster.ts';
@@ -195,9 +196,17 @@ async function commitWhileLeaderless(
 }
 
 describe('kafkajs 2.2.4 on a cluster (lesson 10.1.5)', () => {
-  /** Sends 100 transactions of 3 records to 3 partitions (one record each), back to back; counts the copies read_committed shows. */
-  async function copiesShown(onePartitionPerSend: boolean): Promise<{ records: number; duplicates: number }> {
-    const kafka = createKafka(cluster.brokers, 'kafkaiq-test');
+  /**
+   * Sends 100 transactions of 3 records to 3 partitions (one record each), back to back; counts
+   * the copies read_committed shows, and the sends kafkajs retried: its sendMessages logs each
+   * failed try (an error, or a reconnect) with the try's retryCount before it tries again.
+   */
+  async function copiesShown(onePartitionPerSend: boolean): Promise<{ records: number; duplicates: number; retriedSends: number }> {
+    let retriedSends = 0;
+    const countRetries = () => ({ level, log }: LogEntry) => {
+      if (log.retryCount !== undefined && (level === logLevel.ERROR || /reconnecting/.test(log.message))) retriedSends++;
+    };
+    const kafka = createKafka(cluster.brokers, 'kafkaiq-test', { logLevel: logLevel.DEBUG, logCreator: countRetries });
     const admin = kafka.admin();
     const topic = uniqueName('kiq-three-node-leaders');
     await admin.connect();
@@ -226,18 +235,25 @@ describe('kafkajs 2.2.4 on a cluster (lesson 10.1.5)', () => {
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
     const { records } = await readTopic(kafka, cluster.brokers, topic, { isolation: 'read_committed', timeoutMs: 30_000 });
-    return { records: records.length, duplicates: records.length - new Set(records.map((r) => r.value)).size };
+    return { records: records.length, duplicates: records.length - new Set(records.map((r) => r.value)).size, retriedSends };
   }
 
-  it('commits a send() that spans three leaders exactly once when nothing fails, as it does one partition per send()', async () => {
-    // Lesson 10.1.5 once said such a send() duplicates records on a cluster even without faults
-    // (a measurement of the grader's seeder). Back-to-back transactions on the 3-node cluster show
-    // no duplicate either way, so the lesson now claims only this; its programs still send one
-    // partition per request, which keeps any retry to one leader.
+  it('commits one partition per send() exactly once; a send() over three leaders only until kafkajs retries it', async () => {
+    // What the fan-out and failover lessons teach. A send() over three leaders is three Produce
+    // requests, and when kafkajs 2.2.4 retries it, records can commit twice: on the loaded
+    // cluster of CI (2 saturated cores, a broker just back) 4 and 19 of 300 did. Back-to-back
+    // transactions retry often anyway (AddPartitionsToTxn answers CONCURRENT_TRANSACTIONS while
+    // the last markers are written), so the retried-send guard rarely applies; the firm claims are
+    // that one partition per send() commits every record once and that nothing is lost.
     const spanning = await copiesShown(false);
     const onePerSend = await copiesShown(true);
-    console.log(`[three-node] 300 records each: ${spanning.duplicates} duplicates with one send() per transaction, ${onePerSend.duplicates} with one per partition`);
-    expect(spanning).toEqual({ records: 300, duplicates: 0 });
-    expect(onePerSend).toEqual({ records: 300, duplicates: 0 });
+    console.log(
+      `[three-node] 300 records each: ${spanning.duplicates} duplicates after ${spanning.retriedSends} retried sends with one send() per transaction, ${onePerSend.duplicates} after ${onePerSend.retriedSends} with one per partition`,
+    );
+    expect(onePerSend.records).toBe(300);
+    expect(onePerSend.duplicates).toBe(0);
+    // Nothing lost either way; a duplicate only ever follows a retried send.
+    expect(spanning.records).toBe(300 + spanning.duplicates);
+    if (spanning.retriedSends === 0) expect(spanning.duplicates).toBe(0);
   }, 180_000);
 });
