@@ -240,8 +240,8 @@ describe('kafkajs 2.2.4 on a cluster (lesson 10.1.5)', () => {
 
   it('commits one partition per send() exactly once; a send() over three leaders only until kafkajs retries it', async () => {
     // What the fan-out and failover lessons teach. A send() over three leaders is three Produce
-    // requests, and when kafkajs 2.2.4 retries it, records can commit twice: on the loaded
-    // cluster of CI (2 saturated cores, a broker just back) 4 and 19 of 300 did. Back-to-back
+    // requests, and when kafkajs 2.2.4 retries it, records can commit twice (2 to 19 of 300 on
+    // CI's loaded cluster: docs/benchmarks/journal.md). Back-to-back
     // transactions retry often anyway (AddPartitionsToTxn answers CONCURRENT_TRANSACTIONS while
     // the last markers are written), so the retried-send guard rarely applies; the firm claims are
     // that one partition per send() commits every record once and that nothing is lost.
