@@ -20,7 +20,7 @@ function newestMtime(dir: string): number {
   return newest;
 }
 
-export function siteIsStale(): boolean {
+function siteIsStale(): boolean {
   const index = path.join(DIST, 'index.html');
   if (!fs.existsSync(index)) return true;
   const built = fs.statSync(index).mtimeMs;
@@ -53,6 +53,7 @@ const BUILD_LOCK = path.join(ROOT_DIR, '.site-build.lock');
  * lock whose builder is gone is taken over.
  */
 export async function buildSiteIfStale(force: boolean): Promise<void> {
+  if (!force && !siteIsStale()) return;
   let announced = false;
   for (;;) {
     try {

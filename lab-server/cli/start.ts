@@ -9,7 +9,7 @@ import { redactUrl } from '../db/pool.ts';
 import { CLASS_VIEW_PATH, instructorTokenFromEnv } from '../server/class-view.ts';
 import { sandboxStartCheck } from '../runner/program/sandbox/policy.ts';
 import { listenAddressFromEnv, startLabBackend, stopOnSignals } from './lab-backend.ts';
-import { buildSiteIfStale, DIST, siteIsStale } from './site-build.ts';
+import { buildSiteIfStale, DIST } from './site-build.ts';
 
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { rebuild: { type: 'boolean', default: false }, 'no-build': { type: 'boolean', default: false } } });
@@ -29,7 +29,7 @@ async function main(): Promise<void> {
     `Database labs: ${process.env.DATABASE_URL ? `a database per attempt on DATABASE_URL (${redactUrl(process.env.DATABASE_URL)})` : 'an embedded PostgreSQL (PGlite) per attempt, started on first use (set DATABASE_URL for a real server)'}`,
   );
   try {
-    if (!values['no-build'] && (values.rebuild || siteIsStale())) await buildSiteIfStale(values.rebuild);
+    if (!values['no-build']) await buildSiteIfStale(values.rebuild);
     const backend = await startLabBackend({ clusters, cluster, port, host, staticDir: DIST, command: 'npm start', instructorToken });
     const { url } = backend.server;
     if (backend.classView) console.log(`Class view: ${url}${CLASS_VIEW_PATH}?token=<KAFKAIQ_INSTRUCTOR_TOKEN>`);

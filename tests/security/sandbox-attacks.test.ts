@@ -23,7 +23,7 @@ beforeAll(async () => {
   // The sandbox is required here: CI installs bubblewrap (.ci/run). No skipping.
   const probe = probeSandbox();
   if (!probe.ok) throw new Error(`These tests need the sandbox: ${probe.reason}`);
-  server = await startCourseServer(brokers, 'start', { args: ['--no-build'] });
+  server = await startCourseServer(brokers, 'start');
 }, 180_000);
 
 afterAll(async () => {

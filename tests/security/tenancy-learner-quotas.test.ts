@@ -42,7 +42,7 @@ async function firstAnswer(client: WsClient): Promise<string> {
 }
 
 beforeAll(async () => {
-  server = await startCourseServer(brokers, 'start', { args: ['--no-build'], env: { KAFKAIQ_TRUST_PROXY: '1', KAFKAIQ_MULTI_USER: '1' } });
+  server = await startCourseServer(brokers, 'start', { env: { KAFKAIQ_TRUST_PROXY: '1', KAFKAIQ_MULTI_USER: '1' } });
 }, 120_000);
 
 afterEach(async () => {

@@ -16,7 +16,7 @@ const solution = fs.readFileSync(path.join(LABS_DIR, 'single-stage', 'solution.t
 let servers: CourseServer[] = [];
 
 beforeAll(async () => {
-  servers = await Promise.all([startCourseServer(brokers, 'start', { args: ['--no-build'] }), startCourseServer(brokers, 'start', { args: ['--no-build'] })]);
+  servers = await Promise.all([startCourseServer(brokers, 'start'), startCourseServer(brokers, 'start')]);
 }, 120_000);
 
 afterAll(async () => {

@@ -25,7 +25,7 @@ async function gradeOn(client: WsClient) {
 
 beforeAll(async () => {
   // One grade at a time, so a second one queues; a multi-user server (no manual broker restart).
-  server = await startCourseServer(brokers, 'start', { args: ['--no-build'], env: { KAFKAIQ_MAX_GRADES: '1', KAFKAIQ_MULTI_USER: '1' } });
+  server = await startCourseServer(brokers, 'start', { env: { KAFKAIQ_MAX_GRADES: '1', KAFKAIQ_MULTI_USER: '1' } });
 }, 120_000);
 
 afterEach(async () => {

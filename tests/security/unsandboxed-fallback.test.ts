@@ -27,7 +27,7 @@ describe('without the sandbox', () => {
   }, 90_000);
 
   it('serves loopback with a warning on start and in the workbench', async () => {
-    const server = await startCourseServer(brokers, 'start', { args: ['--no-build'], env: { KAFKAIQ_SANDBOX: 'off' } });
+    const server = await startCourseServer(brokers, 'start', { env: { KAFKAIQ_SANDBOX: 'off' } });
     try {
       expect(server.log.join('\n')).toMatch(/Programs run UNSANDBOXED \(KAFKAIQ_SANDBOX=off\)/);
       const learner = await Learner.connect(server.url);
@@ -40,7 +40,7 @@ describe('without the sandbox', () => {
   }, 120_000);
 
   it('with the sandbox, start says so and the welcome carries no warning', async () => {
-    const server = await startCourseServer(brokers, 'start', { args: ['--no-build'] });
+    const server = await startCourseServer(brokers, 'start');
     try {
       expect(server.log.join('\n')).toMatch(/Sandbox: bubblewrap, uid \d+, cgroup v[12] limits/);
       const learner = await Learner.connect(server.url);

@@ -36,7 +36,7 @@ export function startCourseServer(
   options: { args?: string[]; env?: Record<string, string> } = {},
 ): Promise<CourseServer & { pid: number }> {
   const log: string[] = [];
-  const args = entry === 'start' ? ['--no-build', ...(options.args ?? []).filter((a) => a !== '--no-build')] : (options.args ?? []);
+  const args = entry === 'start' ? ['--no-build', ...(options.args ?? [])] : (options.args ?? []);
   const child: ChildProcess = spawn(process.execPath, ['--disable-sigusr1', '--import', 'tsx', ENTRIES[entry].file, ...args], {
     cwd: ROOT_DIR,
     env: { ...serverEnv(), PORT: '0', KAFKA_BROKERS: brokers.join(','), ...options.env },

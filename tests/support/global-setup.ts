@@ -21,16 +21,6 @@ declare module 'vitest' {
 }
 
 /**
- * Global setup of the kafka tier (after pinned-node.ts). Files run side by side in lanes, one per
- * test worker (see lane.ts): each lane has a teaching broker of its own, because some files
- * restart theirs on purpose, which must not land in another file's grade. This process owns every
- * lane's clusters, started on a lane's first request (the 3-node cluster of the failover labs only
- * when a file of that lane asks for it) and stopped with the run. Lane 1's broker starts now, so a
- * broken Java or a taken port fails the run at once with its one-line error, and so does the site.
- *
- * KAFKA_BROKERS naming a cluster puts every lane on it.
- */
-/**
  * On a fresh checkout the broker's class-data archive does not exist yet, and every broker started
  * without it writes it when it first exits: a first restart then takes 15-20 s longer under load,
  * longer than a grade's clients wait (the 3 lanes' brokers would also race on the one file). One
@@ -49,6 +39,16 @@ async function writeClassArchive(port: number, log: (line: string) => void): Pro
   log(fs.existsSync(classArchiveFile()) ? 'class-data archive written' : 'class-data archive not written: brokers start without it');
 }
 
+/**
+ * Global setup of the kafka tier (after pinned-node.ts). Files run side by side in lanes, one per
+ * test worker (see lane.ts): each lane has a teaching broker of its own, because some files
+ * restart theirs on purpose, which must not land in another file's grade. This process owns every
+ * lane's clusters, started on a lane's first request (the 3-node cluster of the failover labs only
+ * when a file of that lane asks for it) and stopped with the run. Lane 1's broker starts now, so a
+ * broken Java or a taken port fails the run at once with its one-line error, and so does the site.
+ *
+ * KAFKA_BROKERS naming a cluster puts every lane on it.
+ */
 export default async function setup(project: TestProject) {
   const log = (line: string) => console.log(`[broker] ${line}`);
   const externalBrokers = process.env.KAFKA_BROKERS?.trim() ?? '';

@@ -6,7 +6,7 @@
  * the program and what the grader said.
  *
  * The matrix is cut into shards (tests/labs-<n>.test.ts), one test file each, so that the kafka
- * tier's lanes grade them side by side: labMatrixShard deals the labs out by their number of
+ * tier's lanes grade them side by side: dealLabs deals the labs out by their number of
  * fixtures, the largest first, each to the lightest shard so far, so any lab a folder adds lands
  * in exactly one shard.
  *
@@ -36,37 +36,35 @@ const CHECK_PARALLEL = Number(process.env.KAFKAIQ_CHECK_PARALLEL) || 4;
 const ON_SERVER = ' (PostgreSQL server)';
 
 /**
- * The labs of shard `shard` (1-based) of `shards`: dealt out by fixture count (a database lab's
- * count twice: its fixtures are graded on both databases), the largest first, each to the
- * lightest shard so far; ties go to the lower shard.
+ * The labs dealt into `shards` lists by weight: the heaviest first, each to the lightest list so
+ * far (ties to the lower list, equal weights by name), so every lab lands in exactly one list.
  */
-export async function labMatrixShard(labs: string[], shard: number, shards: number): Promise<string[]> {
-  const fixtures = await labFixtures(labs);
-  const weight = new Map<string, number>();
-  for (const lab of labs) {
-    const loaded = await loadLab(lab);
-    const onBoth = loaded.definition.kind === 'pipeline' && loaded.definition.database ? 2 : 1;
-    weight.set(lab, fixtures.filter((f) => f.lab === lab).length * onBoth);
-  }
+export function dealLabs(weights: ReadonlyMap<string, number>, shards: number): string[][] {
   const loads = Array.from({ length: shards }, () => ({ total: 0, labs: [] as string[] }));
-  for (const lab of [...labs].sort((a, b) => weight.get(b)! - weight.get(a)! || a.localeCompare(b))) {
+  for (const [lab, weight] of [...weights].sort(([a, wa], [b, wb]) => wb - wa || a.localeCompare(b))) {
     const lightest = loads.reduce((min, load) => (load.total < min.total ? load : min));
     lightest.labs.push(lab);
-    lightest.total += weight.get(lab)!;
+    lightest.total += weight;
   }
-  return loads[shard - 1]!.labs;
+  return loads.map((load) => load.labs);
 }
 
 /** Registers the matrix of one shard's labs as this test file's hooks and tests. */
 export async function labMatrix(shard: number, shards: number): Promise<void> {
   const all = process.env.KAFKAIQ_LABS ? process.env.KAFKAIQ_LABS.split(',').map((id) => id.trim()).filter(Boolean) : listLabIds();
-  const labs = await labMatrixShard(all, shard, shards);
-  if (labs.length === 0) {
-    it.skip(`has no lab of its own: the ${all.length} named in KAFKAIQ_LABS are in other shards`, () => {});
-    return;
-  }
   /** Every lab with a `database` block. */
   const allDatabaseLabs = (await Promise.all(all.map((id) => loadLab(id)))).filter((lab) => lab.definition.kind === 'pipeline' && lab.definition.database).map((lab) => lab.id);
+  const allFixtures = await labFixtures(all);
+  // A lab weighs its fixtures; a database lab's twice, as they are graded on both databases.
+  const weights = new Map(all.map((lab) => [lab, allFixtures.filter((f) => f.lab === lab).length * (allDatabaseLabs.includes(lab) ? 2 : 1)]));
+  const dealt = dealLabs(weights, shards);
+  const labs = dealt[shard - 1]!;
+  if (labs.length === 0) {
+    it('has no lab of its own: every lab KAFKAIQ_LABS names is dealt to another shard', () => {
+      expect(dealt.flat().sort()).toEqual([...all].sort());
+    });
+    return;
+  }
   const databaseLabs = allDatabaseLabs.filter((lab) => labs.includes(lab));
   const bin = postgresBin();
 
@@ -83,7 +81,7 @@ export async function labMatrix(shard: number, shards: number): Promise<void> {
     // run's global setup, started on first use.
     clusters = new ClusterPool();
     const log = (line: string) => console.log(line);
-    const fixtures = await labFixtures(labs);
+    const fixtures = allFixtures.filter((f) => labs.includes(f.lab));
     // A failover lab's 3-node cluster starts before the first grade, not beside the first grades:
     // three JVM starts at once would slow the single broker's first restarts past a grade's waits.
     if (fixtures.some((f) => f.threeNodes)) await clusters.get('three-nodes');
