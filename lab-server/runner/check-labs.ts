@@ -16,6 +16,8 @@ export interface FixtureResult {
   got: string;
   ok: boolean;
   seconds: number;
+  /** Of the grade that decided: faults aimed at crash points, and how many of them landed on one. */
+  aimed: { faults: number; atPoint: number };
 }
 
 const silent: SessionListener = { output: () => {}, diagnostics: () => {}, progress: () => {}, state: () => {}, fault: () => {} };
@@ -147,6 +149,7 @@ export async function runFixtures(
       const started = Date.now();
       let got: string;
       let ok: boolean;
+      let aimed = { faults: 0, atPoint: 0 };
       try {
         // A program that must fail is graded with the lab's short plan first: when that catches it
         // on the named check, the full plan would prove nothing more, and CI saves half the time.
@@ -163,6 +166,8 @@ export async function runFixtures(
           ({ ok, got } = judgeFixture(fixture, report));
         } else if (quick && failPlan && !options.quick) got += ' [quick plan]';
         else if (failPlan === 'full') got += ' [full plan]';
+        const aimedFaults = report.faults.filter((f) => f.aimedAt?.length);
+        aimed = { faults: aimedFaults.length, atPoint: aimedFaults.filter((f) => f.landed === 'at-point').length };
         if (!ok) {
           // What CI prints must be enough to tell a grader bug from a flaky fixture: the seed,
           // and the first evidence of each check that went the wrong way.
@@ -175,7 +180,7 @@ export async function runFixtures(
         ok = false;
       }
       const expected = fixture.expect === 'pass' ? 'pass' : `fail${fixture.check ? ` (${fixture.check})` : ''}`;
-      const result = { lab: fixture.lab, program: fixture.program, expected, got, ok, seconds: (Date.now() - started) / 1000 };
+      const result = { lab: fixture.lab, program: fixture.program, expected, got, ok, seconds: (Date.now() - started) / 1000, aimed };
       results.push(result);
       log(`${ok ? '✓' : '✗'} ${fixture.lab.padEnd(20)} ${fixture.program.padEnd(34)} expected ${expected.padEnd(30)} got ${got}  (${result.seconds.toFixed(1)} s)`);
     }

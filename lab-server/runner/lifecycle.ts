@@ -34,6 +34,7 @@ import { History } from './history.ts';
 import { MAX_INSTANCES } from './nemesis/manual.ts';
 import { createWorkDir } from './program/work-dirs.ts';
 import { OutputSink } from './program/output-sink.ts';
+import { sandboxPolicy } from './program/sandbox/policy.ts';
 import type { ProgramSource } from './program/program-instance.ts';
 import type { Attempt, AttemptOptions, AttemptPhase } from './types.ts';
 import type { AttemptDatabase } from './database-attempt.ts';
@@ -307,9 +308,9 @@ export class AttemptLifecycle implements Attempt {
     if (program.kind === 'code') {
       const compiled = await compileProgram(program.code, this.workDir);
       if (compiled.warnings.length) this.options.listener.diagnostics(compiled.warnings);
-      this.driverOf = driverFor({ kind: 'bundle', file: compiled.file, readDirs: compiled.readDirs, writeDir: this.workDir });
+      this.driverOf = driverFor({ kind: 'bundle', file: compiled.file, readDirs: compiled.readDirs, writeDir: this.workDir }, sandboxPolicy().sandboxed);
     } else {
-      this.driverOf = driverFor({ kind: 'command', command: program.command, cwd: ROOT_DIR });
+      this.driverOf = driverFor({ kind: 'command', command: program.command, cwd: ROOT_DIR, writeDir: this.workDir }, sandboxPolicy().sandboxed);
     }
     this.phase = 'preparing';
     this.emitProgress();

@@ -8,14 +8,14 @@ import { defineLab } from '../../src/shared/lab.ts';
 // partition (without --group-mode), it asks for its input
 // position BEFORE initTransactions, so a frozen zombie woken before the replacement has fenced it
 // commits a batch the replacement then copies again (duplicates under the zombie fault). In group
-// mode the position is read after initTransactions, when the partition is assigned. A read_committed
-// position waits while the group has offsets pending in an open transaction: after a crash it can
-// only go on once the broker aborts that transaction on timeout. Hence a 6 s transaction timeout
-// instead of the tool's 60 s (the broker sweeps every 2 s).
+// mode the position is read after initTransactions, whose fencing has already aborted whatever the
+// last instance left open. It keeps the tool's 60 s transaction timeout: a zombie is woken only
+// once its replacement has committed, which a JVM joining a group with a frozen member in it can
+// take 30 s to do, and a zombie whose transaction had timed out would show nothing about fencing.
 const COPIER =
   "java -cp 'broker/lib/*' org.apache.kafka.tools.TransactionalMessageCopier --broker-list \"$KAFKA_BROKERS\" " +
   '--input-topic "$INPUT_TOPIC" --input-partition 0 --group-mode --use-group-metadata --output-topic "$OUTPUT_TOPIC" --consumer-group "$GROUP_ID" ' +
-  '--transactional-id "$TRANSACTIONAL_ID" --transaction-size 20 --transaction-timeout 6000';
+  '--transactional-id "$TRANSACTIONAL_ID" --transaction-size 20';
 // The session timeout is the one the lab gives kafkajs programs: with the Java default (45 s) a
 // restarted pipe waits for its killed predecessor to leave the group before it can read again.
 const CONSOLE_PIPE =
@@ -24,6 +24,20 @@ const CONSOLE_PIPE =
   '--command-property session.timeout.ms=3000 --command-property heartbeat.interval.ms=300 ' +
   "| java -cp 'broker/lib/*' org.apache.kafka.tools.ConsoleProducer --bootstrap-server \"$KAFKA_BROKERS\" " +
   '--topic "$OUTPUT_TOPIC" --reader-property parse.key=true --reader-property key.separator=:';
+
+// librdkafka, the C client under Python's, Go's and .NET's: an exactly-once copier of our own in
+// Python (commands/eos_copier.py), and an at-least-once pipe of two kcat processes, a consumer that
+// auto-commits what it has read into a producer, which duplicates whatever it read since its last
+// auto-commit when it is killed. Debian's python3-confluent-kafka and kcat.
+const PYTHON_COPIER = '/usr/bin/python3 -u labs/copy/commands/eos_copier.py';
+// The login goes in a settings file of the sandbox's own /tmp, written by the shell's printf (a
+// builtin): a password on kcat's command line would show in every host user's process list.
+const KCAT_LOGIN =
+  "umask 077 && printf 'security.protocol=%s\\nsasl.mechanisms=%s\\nsasl.username=%s\\nsasl.password=%s\\n' " +
+  '"$KAFKA_SECURITY_PROTOCOL" "$KAFKA_SASL_MECHANISM" "$KAFKA_SASL_USERNAME" "$KAFKA_SASL_PASSWORD" > "$TMPDIR/kcat.conf"';
+const KCAT_PIPE =
+  `${KCAT_LOGIN} && kcat -C -b "$KAFKA_BROKERS" -F "$TMPDIR/kcat.conf" -X auto.offset.reset=earliest -X session.timeout.ms=3000 -X heartbeat.interval.ms=300 ` +
+  `-G "$GROUP_ID" -u -q -f '%k:%s\\n' "$INPUT_TOPIC" | kcat -P -b "$KAFKA_BROKERS" -F "$TMPDIR/kcat.conf" -t "$OUTPUT_TOPIC" -K:`;
 
 export default defineLab({
   title: 'Copy a partition exactly once',
@@ -74,5 +88,7 @@ export default defineLab({
   commandFixtures: [
     { name: 'transactional-message-copier', command: COPIER, expect: 'pass' },
     { name: 'console-consumer-to-console-producer', command: CONSOLE_PIPE, expect: 'fail', check: 'no-aborted-reads' },
+    { name: 'librdkafka-python-eos-copier', command: PYTHON_COPIER, expect: 'pass' },
+    { name: 'kcat-auto-commit-pipe', command: KCAT_PIPE, expect: 'fail', check: 'no-duplicates' },
   ],
 });

@@ -90,6 +90,10 @@ export class FakeDriver implements ProgramDriver {
   /** What openTransactionNow / anyTransactionOpen answer. */
   open: boolean | null = true;
 
+  aims(): boolean {
+    return true;
+  }
+
   quietMs(base: number): number {
     return base;
   }

@@ -19,6 +19,7 @@
  * one of its own, so a full plan's broker restart holds up only the grades on its broker.
  */
 import pg from 'pg';
+import { sandboxPolicy } from '../../lab-server/runner/program/sandbox/policy.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultBrokerPort } from '../../lab-server/broker/ports.ts';
 import { connectCluster, type KafkaCluster } from '../../lab-server/broker/cluster.ts';
@@ -137,6 +138,14 @@ export async function labMatrix(shard: number, shards: number): Promise<void> {
       expect(mine.map((r) => r.program)).toEqual(expect.arrayContaining(['solution', 'starter']));
       const wrong = mine.filter((r) => !r.ok).map((r) => `${r.program}: expected ${r.expected}, got ${r.got}`);
       expect(wrong).toEqual([]);
+    });
+
+    // A command's connections pass the sandbox's relay like our bundle's: its faults are held at
+    // their crash points on the wire, whatever its language (a JVM, Python on librdkafka, kcat).
+    it.runIf(sandboxPolicy().sandboxed)('aims the faults of its command fixtures at crash points, and lands them there', () => {
+      const commands = results.filter((r) => r.lab === lab && r.program.startsWith('cmd/'));
+      const unaimed = commands.filter((r) => r.aimed.faults === 0 || r.aimed.atPoint === 0).map((r) => `${r.program}: ${r.aimed.atPoint} of ${r.aimed.faults} aimed faults at their point`);
+      expect(unaimed).toEqual([]);
     });
   });
 

@@ -3,7 +3,7 @@
  * wrapper reports over IPC) and an opaque `--cmd` program (the broker's evidence stands in),
  * with fake processes and a fake attempt: no Kafka, no program.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { FaultRecord } from '../../src/shared/report.ts';
 import type { DriverContext } from '../../lab-server/runner/driver/contract.ts';
 import { driverFor } from '../../lab-server/runner/driver/index.ts';
@@ -24,8 +24,9 @@ const lab = pipelineLabSchema.parse({
   checks: ['no-loss'],
 });
 
-const instrumented = driverFor({ kind: 'bundle', file: 'x.mjs', readDirs: [], writeDir: '/tmp' });
-const opaque = driverFor({ kind: 'command', command: 'true', cwd: '/tmp' });
+const instrumented = driverFor({ kind: 'bundle', file: 'x.mjs', readDirs: [], writeDir: '/tmp' }, false);
+const opaque = driverFor({ kind: 'command', command: 'true', cwd: '/tmp', writeDir: '/tmp' }, false);
+const watchedCommand = driverFor({ kind: 'command', command: 'true', cwd: '/tmp', writeDir: '/tmp' }, true);
 const fault: PlannedFault = { kind: 'kill', instance: 1, crashPoint: 'after:send', occurrence: 1, delayMs: 0 };
 const faults = (inTransaction: boolean | null): FaultRecord[] => [{ atMs: 0, kind: 'kill', instance: 'i1', inTransaction }];
 
@@ -99,5 +100,37 @@ describe('program drivers', () => {
     expect(waves).toEqual([1]);
     expect(await opaque.openTransactionNow(ctx, slot)).toBe(true);
     expect(await opaque.anyTransactionOpen(ctx)).toBe(true);
+  });
+
+  it('a command in the sandbox is aimed at like our bundle (not a send error, which only our wrapper raises), and a booting one is waited for until it speaks', async () => {
+    expect(watchedCommand.kind).toBe('instrumented');
+    expect([watchedCommand.aims('kill'), watchedCommand.aims('zombie'), watchedCommand.aims('send-error')]).toEqual([true, true, false]);
+    expect([instrumented.aims('send-error'), opaque.aims('kill')]).toEqual([true, false]);
+    expect(watchedCommand.limitFactor).toBe(2);
+    vi.useFakeTimers();
+    try {
+      const { ctx } = context(true);
+      const process = new FakeProcess('i1', 1);
+      const slot: Slot = { slot: 1, current: process, incarnation: 1, txnOpen: false, callInFlight: null, restartsInARow: 0 };
+      let settled = false;
+      const armed = watchedCommand.armAndWrite(ctx, slot, fault, 'kill', [{ records: [], commit: true }]).finally(() => (settled = true));
+      await vi.advanceTimersByTimeAsync(30_000); // a JVM still booting: silent, and not given up on
+      expect(settled).toBe(false);
+      expect(process.sent[0]).toMatchObject({ t: 'arm', point: 'after:send', action: 'kill' });
+      process.report({ t: 'member', groupId: 'g', memberId: 'm' }); // its first message: the hit timeout starts
+      await vi.advanceTimersByTimeAsync(4_000);
+      expect(settled).toBe(false);
+      process.report({ t: 'hit', point: 'after:send', action: 'kill', txnOpen: true });
+      expect((await armed).event).toMatchObject({ point: 'after:send', txnOpen: true });
+      // A send error is not armed in a command at all: the wave is written and nothing is held.
+      const other = new FakeProcess('i1', 2);
+      const errorSlot: Slot = { ...slot, current: other };
+      const sendError = watchedCommand.armAndWrite(ctx, errorSlot, { ...fault, kind: 'send-error', crashPoint: 'before:send' }, 'error', [{ records: [], commit: true }]);
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect((await sendError).event).toBeNull();
+      expect(other.sent).toEqual([]);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

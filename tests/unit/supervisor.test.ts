@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { MAX_MEMBERSHIPS, Supervisor, supervisorPolicy, type RestartPolicy } from '../../lab-server/runner/program/supervisor.ts';
 
-const command = (cmd: string) => ({ kind: 'command' as const, command: cmd, cwd: '/tmp' });
+const command = (cmd: string) => ({ kind: 'command' as const, command: cmd, cwd: '/tmp', writeDir: '/tmp' });
 
 async function until(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
   const end = Date.now() + timeoutMs;

@@ -1,10 +1,11 @@
 /**
- * The program driver: how the grader reaches into a running program. Instrumented (our compiled
- * bundle: the kafkajs wrapper reports every call over IPC and stops at armed crash points) or
- * opaque (a `--cmd` program, a JVM say: no IPC, so the broker's evidence stands in). Every
+ * The program driver: how the grader reaches into a running program. Instrumented (its calls are
+ * seen: on the wire by the sandbox's relay, for our bundle and a `--cmd` program alike, or by our
+ * client wrappers in an unsandboxed bundle; an armed crash point holds it) or opaque (a `--cmd`
+ * program without a sandbox: the broker's evidence stands in). Every
  * difference between the two lives behind this interface; the sandbox plugs in here.
  */
-import type { FaultRecord } from '../../../src/shared/report.ts';
+import type { FaultKind, FaultRecord } from '../../../src/shared/report.ts';
 import type { PipelineLab } from '../../../src/shared/lab.ts';
 import type { ArmAction, ChildEvent } from '../program/child/protocol.ts';
 import type { PlannedFault } from '../fault-plan.ts';
@@ -57,6 +58,8 @@ export interface DriverContext {
 export interface ProgramDriver {
   readonly kind: 'instrumented' | 'opaque';
   readonly source: ProgramSource;
+  /** Whether a fault of this kind is held at its crash point (aimed), or lands at a seeded moment. */
+  aims(kind: FaultKind): boolean;
   /** The lab's time limit is multiplied by this. */
   readonly limitFactor: number;
   /** How long settling waits without progress before it verifies anyway. */

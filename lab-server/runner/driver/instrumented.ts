@@ -1,11 +1,12 @@
 /**
- * The driver of our compiled bundle. In the sandbox, the relay reads the program's connections and
- * reports each call, whether a transaction is open, and holds the message at an armed crash point
- * (runner/wire/wire-tap.ts); without one (a learner's own machine), the client wrappers inside the
- * process do (runner/program/child).
+ * The driver of a program whose calls are seen. In the sandbox the relay reads the program's
+ * connections, whatever its language, and reports each call, whether a transaction is open, and
+ * holds the message at an armed crash point (runner/wire/wire-tap.ts): our compiled bundle and a
+ * `--cmd` program alike. Without a sandbox (a learner's own machine) the client wrappers inside
+ * our bundle do, and a command is opaque (opaque.ts).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { CrashPoint, FaultRecord } from '../../../src/shared/report.ts';
+import type { CrashPoint, FaultKind, FaultRecord } from '../../../src/shared/report.ts';
 import type { ArmAction, ChildEvent } from '../program/child/protocol.ts';
 import type { PlannedFault } from '../fault-plan.ts';
 import type { ProgramProcess, ProgramSource } from '../program/program-instance.ts';
@@ -16,28 +17,48 @@ import type { AimedHit, DriverContext, ProgramDriver } from './contract.ts';
 const HIT_TIMEOUT_MS = 5_000;
 /** How long a program that handled the new wave may sit idle, outside a transaction, before its crash point counts as unreachable. */
 const IDLE_GIVE_UP_MS = 1_500;
+/**
+ * How long an armed point waits for a `--cmd` program (a JVM) that has not spoken to anyone since
+ * the arm: a restarted one boots and rejoins its group for seconds under load. Its hit timeout
+ * starts with its first message on the wire.
+ */
+const COMMAND_BOOT_MS = 40_000;
 
 export class InstrumentedDriver implements ProgramDriver {
   readonly kind = 'instrumented';
-  readonly limitFactor = 1;
+  readonly limitFactor: number;
+  private readonly bootMs: number;
 
-  constructor(readonly source: ProgramSource & { kind: 'bundle' }) {}
+  constructor(readonly source: ProgramSource) {
+    // A command (a JVM, say) restarts in seconds after every fault, and Kafka's copier also exits
+    // whenever it reaches the end it saw at launch: it gets twice the lab's limit.
+    this.limitFactor = source.kind === 'command' ? 2 : 1;
+    this.bootMs = source.kind === 'command' ? COMMAND_BOOT_MS : 0;
+  }
 
   quietMs(base: number, laterStagesBehind: boolean): number {
+    // A command restarts slowly after each fault: it gets longer to show progress.
+    if (this.source.kind === 'command') return 3 * base;
     // A later stage that has not caught up may be rejoining its group or restoring its state
     // after a restart (several seconds under load): give it longer.
     return laterStagesBehind ? 2 * base : base;
   }
 
+  /** An injected send error is raised by our client wrappers inside the process: a command has none. */
+  aims(kind: FaultKind): boolean {
+    return kind !== 'send-error' || this.source.kind === 'bundle';
+  }
+
   async armAndWrite(ctx: DriverContext, slot: Slot, fault: PlannedFault, action: ArmAction, wave: SeedTransaction[]) {
     const instance = slot.current;
-    if (!fault.crashPoint) {
+    if (!fault.crashPoint || !this.aims(fault.kind)) {
       await ctx.input.writeWave(wave);
       await sleep(fault.delayMs);
       return { instance, event: null };
     }
     let waveWrittenAt = Infinity;
-    const hit = armAt(ctx, instance, fault.crashPoint, action, fault.occurrence, fault.topic, () => waveWrittenAt);
+    const arm = { bootMs: this.bootMs };
+    const hit = armAt(ctx, instance, fault.crashPoint, action, fault.occurrence, fault.topic, arm, () => waveWrittenAt);
     await ctx.input.writeWave(wave);
     waveWrittenAt = Date.now();
     let event: AimedHit | null = await hit;
@@ -53,7 +74,7 @@ export class InstrumentedDriver implements ProgramDriver {
     if (!event && (retry || fault.crashPoint !== fallbackPoint || fault.topic) && instance.alive) {
       const spare = ctx.input.nextWave();
       if (spare.length) {
-        const fallback = retry ? armAt(ctx, instance, fault.crashPoint, action, 1, fault.topic) : armAt(ctx, instance, fallbackPoint, action, 1);
+        const fallback = retry ? armAt(ctx, instance, fault.crashPoint, action, 1, fault.topic, arm) : armAt(ctx, instance, fallbackPoint, action, 1, undefined, arm);
         await ctx.input.writeWave(spare);
         event = await fallback;
         if (event && retry && fault.topic) event = { ...event, aimedAt: fault.topic };
@@ -89,8 +110,10 @@ export class InstrumentedDriver implements ProgramDriver {
     });
   }
 
-  async awaitReplacementCommit(): Promise<void> {
-    // The replacement's own events say when it committed (see the zombie fault).
+  async awaitReplacementCommit(_ctx: DriverContext, replacement: ProgramProcess): Promise<void> {
+    // The replacement's own events say when it committed (see the zombie fault), once it works: a
+    // command boots for seconds first, so its first call on the wire may be that far off.
+    if (this.bootMs) await this.waitForEvent(replacement, (e) => e.t === 'call', this.bootMs);
   }
 
   hitTransaction(faults: readonly FaultRecord[]): boolean {
@@ -118,7 +141,8 @@ function armAt(
   point: CrashPoint,
   action: ArmAction,
   occurrence: number,
-  topic?: string,
+  topic: string | undefined,
+  timing: { bootMs: number },
   waveWrittenAt: () => number = () => Infinity,
 ): Promise<(ChildEvent & { t: 'hit' }) | null> {
   const hit = new Promise<(ChildEvent & { t: 'hit' }) | null>((resolve) => {
@@ -129,6 +153,12 @@ function armAt(
     let lastCallAt = 0;
     let txnOpen = false;
     const onEvent = (event: ChildEvent) => {
+      // A program still booting (bootMs) is not yet held to the hit timeout: its first message starts it.
+      if (booting) {
+        booting = false;
+        clearTimeout(timer);
+        timer = setTimeout(giveUp, hitTimeout);
+      }
       if (event.t === 'member') return;
       txnOpen = event.txnOpen;
       if (event.t === 'call' || event.t === 'failed') lastCallAt = Date.now();
@@ -150,14 +180,14 @@ function armAt(
       resolve(null);
     };
     // A crash point aimed at a later stage waits for the wave to pass the earlier ones first.
-    const timer = setTimeout(
-      () => {
-        cleanup();
-        instance.send({ t: 'disarm' });
-        resolve(null);
-      },
-      topic ? 2 * HIT_TIMEOUT_MS : HIT_TIMEOUT_MS,
-    );
+    const hitTimeout = topic ? 2 * HIT_TIMEOUT_MS : HIT_TIMEOUT_MS;
+    const giveUp = () => {
+      cleanup();
+      instance.send({ t: 'disarm' });
+      resolve(null);
+    };
+    let booting = timing.bootMs > 0;
+    let timer = setTimeout(giveUp, timing.bootMs + hitTimeout);
     const cleanup = () => {
       clearTimeout(timer);
       clearInterval(idleCheck);

@@ -1,6 +1,6 @@
 /**
- * The driver of a `--cmd` program (Kafka's TransactionalMessageCopier, a JVM): no wrapper, no IPC,
- * no crash points. Faults land at seeded moments, and the broker tells whether a transaction was
+ * The driver of a `--cmd` program run without a sandbox (a learner's own machine), so without the
+ * relay that would read its calls: no crash points. Faults land at seeded moments, and the broker tells whether a transaction was
  * open (LSO < HWM on an output partition) and whether a fault cut one short (aborted records).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -29,6 +29,10 @@ export class OpaqueDriver implements ProgramDriver {
   readonly limitFactor = 2;
 
   constructor(readonly source: ProgramSource & { kind: 'command' }) {}
+
+  aims(): boolean {
+    return false;
+  }
 
   quietMs(base: number): number {
     // A --cmd program (a JVM, say) restarts slowly after each fault: give it longer to show progress.

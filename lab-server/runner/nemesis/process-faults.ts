@@ -205,5 +205,6 @@ export const sendErrorFault: FaultHandler = async (ctx, fault, wave) => {
   const slot = target(ctx, fault.instance);
   const { instance, event } = await ctx.program.driver.armAndWrite(ctx, slot, fault, 'error', wave);
   if (event) ctx.record.fault(fault, instance.id, event, null, 'the send failed as if the partition leader had moved');
+  else if (!ctx.program.driver.aims(fault.kind)) ctx.record.fault(fault, instance.id, null, slot.txnOpen, "not injected: only the course's client wrappers raise a send error, and a command has none");
   else ctx.record.fault(fault, instance.id, null, slot.txnOpen, 'not injected: the program made no send in time');
 };

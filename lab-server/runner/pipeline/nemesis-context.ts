@@ -131,8 +131,8 @@ export function recordFault(
   note?: string,
 ): FaultRecord {
   const { attempt, lab } = parts;
-  // Only our wrapper can hold a program at a point: an opaque program's faults are not aimed.
-  const aimedAt = attempt.driver.kind === 'instrumented' && fault.points?.length ? [...fault.points] : null;
+  // Only a program whose calls are seen can be held at a point: an opaque program's faults are not aimed.
+  const aimedAt = attempt.driver.aims(fault.kind) && fault.points?.length ? [...fault.points] : null;
   const landed = aimedAt ? (event?.point && aimedAt.includes(event.point) ? 'at-point' : 'fallback') : undefined;
   // A crash point aimed at one stage: say which, so the learner can place the evidence.
   const aimed = event?.aimedAt ? `in the transaction writing ${lab.topics.find((t) => t.name === event.aimedAt)?.env ?? event.aimedAt}` : undefined;

@@ -84,7 +84,7 @@ export class PipelineScenario implements Scenario<Played>, PipelineState {
         return writer.written.filter((r) => r.committed).length;
       },
       realTopic: (logical) => attempt.realTopic(logical),
-      wrapped: () => attempt.driver.kind === 'instrumented',
+      wrapped: () => attempt.source.kind === 'bundle',
       brokerSaysTransactionOpen: () => this.nemesis.cluster.brokerSaysTransactionOpen(),
     });
     this.stallWatch = this.liveness.stallWatch;

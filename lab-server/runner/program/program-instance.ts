@@ -5,7 +5,10 @@ import os from 'node:os';
 import { CHANNEL_FD_ENV, type ChildEvent, type RunnerCommand } from './child/protocol.ts';
 import { BoundedLineSplitter, DEFAULT_LINE_LIMITS } from './line-splitter.ts';
 import { moduleGateFile } from './builtins.ts';
-import { InstanceSandbox } from './sandbox/launch.ts';
+import fs from 'node:fs';
+import path from 'node:path';
+import { COMMAND_SANDBOX_LIMITS, InstanceSandbox } from './sandbox/launch.ts';
+import type { SandboxRuntime } from './sandbox/bubblewrap.ts';
 import { sandboxPolicy } from './sandbox/policy.ts';
 import { parseChildEvent } from './child/event-schema.ts';
 import { WireTap } from '../wire/wire-tap.ts';
@@ -13,7 +16,7 @@ import { WireTap } from '../wire/wire-tap.ts';
 /** How a learner program is started: our compiled bundle, or an instructor's command. */
 export type ProgramSource =
   | { kind: 'bundle'; file: string; readDirs: string[]; writeDir: string }
-  | { kind: 'command'; command: string; cwd: string };
+  | { kind: 'command'; command: string; cwd: string; writeDir: string };
 
 export interface InstanceLimits {
   memoryMb: number;
@@ -63,6 +66,12 @@ const linuxTools = process.platform === 'linux' && {
   prlimit: spawnSync('prlimit', ['--version']).status === 0,
 };
 
+/**
+ * The folders of the checkout a `--cmd` program reads (its command's relative paths): the
+ * broker's jars and the labs' folders, where command fixtures keep their sources.
+ */
+const COMMAND_READ_DIRS = ['broker/lib', 'labs'];
+
 /** The runner's end of the channel to the wrapper is this file descriptor in the child. */
 const CHANNEL_FD = 3;
 /** The longest channel message read (an event is a few hundred bytes). */
@@ -96,13 +105,10 @@ export class ProgramInstance extends EventEmitter<{
     limits: InstanceLimits = DEFAULT_INSTANCE_LIMITS,
   ) {
     super();
-    const policy = source.kind === 'bundle' ? sandboxPolicy() : null;
+    const policy = sandboxPolicy();
     const channelEnv: Record<string, string> = source.kind === 'bundle' ? { [CHANNEL_FD_ENV]: String(CHANNEL_FD) } : {};
-    this.tap = source.kind === 'bundle' && policy?.sandboxed ? new WireTap() : null;
-    this.sandbox =
-      source.kind === 'bundle' && policy?.sandboxed
-        ? new InstanceSandbox(policy.runtime, { file: source.file, group: groupName(source.writeDir), instance: `${id}-${incarnation}-${process.hrtime.bigint()}`, nodeArgs: (inside) => nodeArgs(inside.program, [inside.program.replace(/\/[^/]+$/, ''), inside.relay], inside.tmp, limits, inside.gate, inside.relay) }, { ...env, ...channelEnv }, undefined, this.tap)
-        : null;
+    this.tap = policy.sandboxed ? new WireTap() : null;
+    this.sandbox = this.tap && policy.sandboxed ? sandboxFor(policy.runtime, source, id, incarnation, { ...env, ...channelEnv }, limits, this.tap) : null;
     this.tap?.on('event', (event) => this.emit('event', event));
     this.tap?.on('line', (line) => this.emit('line', 'stderr', `[grader] ${line}`));
     const argv = this.sandbox ? withCpuLimit(this.sandbox.argv, limits) : commandLine(source, limits);
@@ -166,7 +172,8 @@ export class ProgramInstance extends EventEmitter<{
       // A reset channel is a program that died: its events end there, and 'exit' says why.
       channel.on('data', (chunk: Buffer) => splitter.push(chunk)).on('error', () => {});
     }
-    if (source.kind === 'command' && this.child.pid) watchGroup(this.child.pid);
+    // In the sandbox the cgroup and bubblewrap's --die-with-parent end every process of a command.
+    if (source.kind === 'command' && !this.sandbox && this.child.pid) watchGroup(this.child.pid);
   }
 
   get pid(): number | undefined {
@@ -242,6 +249,33 @@ export class ProgramInstance extends EventEmitter<{
     this.signal('SIGKILL');
     await this.exited;
   }
+}
+
+/** The sandbox of one instance: our bundle on the pinned node, or a command with the system's programs. */
+function sandboxFor(runtime: SandboxRuntime, source: ProgramSource, id: string, incarnation: number, env: Record<string, string>, limits: InstanceLimits, tap: WireTap): InstanceSandbox {
+  const names = { instance: `${id}-${incarnation}-${process.hrtime.bigint()}` };
+  if (source.kind === 'bundle') {
+    const program = {
+      kind: 'bundle' as const,
+      file: source.file,
+      group: groupName(source.writeDir),
+      ...names,
+      nodeArgs: (inside: { program: string; relay: string; tmp: string; gate: string }) =>
+        nodeArgs(inside.program, [inside.program.replace(/\/[^/]+$/, ''), inside.relay], inside.tmp, limits, inside.gate, inside.relay),
+    };
+    return new InstanceSandbox(runtime, program, env, undefined, tap);
+  }
+  // A JVM outside /usr (JAVA_HOME elsewhere) is seen at its own path too.
+  const javaHome = process.env.JAVA_HOME && !process.env.JAVA_HOME.startsWith('/usr/') && fs.existsSync(process.env.JAVA_HOME) ? [process.env.JAVA_HOME] : [];
+  const program = {
+    kind: 'command' as const,
+    command: source.command,
+    cwd: source.cwd,
+    readDirs: [...COMMAND_READ_DIRS.map((d) => path.join(source.cwd, d)).filter((d) => fs.existsSync(d)), ...javaHome],
+    group: groupName(source.writeDir),
+    ...names,
+  };
+  return new InstanceSandbox(runtime, program, env, COMMAND_SANDBOX_LIMITS, tap);
 }
 
 /**

@@ -181,14 +181,15 @@ const REQUESTS: Partial<Record<ApiName, BodyReader<KafkaRequestBody>>> = {
       str(r, f); // member id
       nullableStr(r, f); // group instance id
     }
+    // From v6 (a Java client of Kafka 4.x) a topic is named by its id, as in OffsetCommit v10.
     const offsets = array(r, f, (t) => {
-      const topic = str(t, f);
+      const topic = topicOf(t, f, v >= 6);
       return array(t, f, (p) => {
         const partition = p.readInt32();
         const offset = p.readInt64();
         if (v >= 2) p.readInt32(); // committed leader epoch
         nullableStr(p, f); // metadata
-        return { topic, partition, offset };
+        return { ...topic, partition, offset };
       });
     }).flat();
     return { api: 'TxnOffsetCommit', transactionalId, groupId, producerId, producerEpoch, offsets };
@@ -256,9 +257,9 @@ const RESPONSES: Partial<Record<ApiName, BodyReader<KafkaResponseBody>>> = {
     if (v >= 4) throw new RangeError('AddPartitionsToTxn v4+ is a broker-to-broker response');
     return { api: 'AddPartitionsToTxn', errorCodes: errorCodesOfTopics(r, f, false) };
   },
-  TxnOffsetCommit: (r, _v, f) => {
+  TxnOffsetCommit: (r, v, f) => {
     r.readInt32(); // throttle time
-    return { api: 'TxnOffsetCommit', errorCodes: errorCodesOfTopics(r, f, false) };
+    return { api: 'TxnOffsetCommit', errorCodes: errorCodesOfTopics(r, f, v >= 6) };
   },
   OffsetCommit: (r, v, f) => {
     if (v >= 3) r.readInt32(); // throttle time

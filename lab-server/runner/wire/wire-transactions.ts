@@ -121,7 +121,7 @@ export class WireTransactions {
         return null;
       case 'TxnOffsetCommit': {
         const open = this.opened(this.producer(body.producerId, body.transactionalId));
-        for (const o of body.offsets) open.offsets.set(`${body.groupId}/${o.topic}:${o.partition}`, o.offset);
+        for (const o of body.offsets) open.offsets.set(`${body.groupId}/${this.topicOf(o)}:${o.partition}`, o.offset);
         return { point: 'before:sendOffsets', producerId: body.producerId, written: [...open.records.keys()], transactionalId: body.transactionalId };
       }
       case 'EndTxn': {

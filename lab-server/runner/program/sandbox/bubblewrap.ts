@@ -12,8 +12,26 @@ import { fileURLToPath } from 'node:url';
 import { cgroupSupport, type CgroupVersion } from './cgroup.ts';
 
 export const INNER_RELAY = fileURLToPath(new URL('./inner-relay.mjs', import.meta.url));
+export const INNER_COMMAND = fileURLToPath(new URL('./inner-command.mjs', import.meta.url));
 /** Where things are inside the sandbox. */
-export const INSIDE = { node: '/sandbox/node', relay: '/sandbox/relay.mjs', program: '/program', sockets: '/relay', tmp: '/tmp' } as const;
+export const INSIDE = {
+  node: '/sandbox/node',
+  relay: '/sandbox/relay.mjs',
+  command: '/sandbox/command.mjs',
+  program: '/program',
+  sockets: '/relay',
+  tmp: '/tmp',
+  clientConfig: '/sandbox/kafka-client.properties',
+} as const;
+
+/**
+ * What a `--cmd` program (a JVM, a Python or librdkafka client) sees of the system besides its
+ * own folders, read-only: the system's programs and libraries (/usr, with the merged-usr links)
+ * and the few files of /etc that a JVM, Python and the C library read. Not the rest of /etc, not
+ * /home, /root, /var or the server's state.
+ */
+const SYSTEM_LINKS: Array<[string, string]> = [['usr/bin', '/bin'], ['usr/sbin', '/sbin'], ['usr/lib', '/lib'], ['usr/lib64', '/lib64']];
+const SYSTEM_ETC = ['/etc/alternatives', '/etc/java-17-openjdk', '/etc/java-21-openjdk', '/etc/ssl', '/etc/ld.so.cache', '/etc/localtime', '/etc/nsswitch.conf', '/etc/python3', '/etc/mime.types'];
 
 export interface SandboxRuntime {
   bwrap: string;
@@ -63,7 +81,7 @@ function probe(): SandboxProbe {
   if (root && !runtime.switchUser) return { ok: false, reason: "setpriv (util-linux) is missing: it runs sandboxed programs under their own uid; install util-linux" };
   // A real start: bwrap, the namespaces and the node binary, as a program will run.
   {
-    const argv = bwrapArgs(runtime, { files: [], socketDir: null, hostsFile: null, tmpfsBytes: 1 << 20, command: [INSIDE.node, '-e', 'process.exit(process.getuid() === ' + SANDBOX_UID + ' ? 0 : 3)'] });
+    const argv = bwrapArgs(runtime, { files: [], socketDir: null, hostsFile: null, tmpfsBytes: 1 << 20, argv: [INSIDE.node, '-e', 'process.exit(process.getuid() === ' + SANDBOX_UID + ' ? 0 : 3)'] });
     const launcher = launcherArgv(runtime, [], argv);
     const result = spawnSync(launcher[0]!, launcher.slice(1), { encoding: 'utf8', timeout: 15_000, env: { PATH: '/usr/bin:/bin' } });
     if (result.status !== 0) {
@@ -89,12 +107,18 @@ function linkedLibraries(binary: string): string[] {
 export interface InstanceMounts {
   /** [host file, name under /program]. */
   files: Array<[string, string]>;
+  /**
+   * A `--cmd` program: the system folders (SYSTEM_ETC, /usr), these host folders read-only at
+   * their own paths, its working folder, and its Kafka client settings file.
+   */
+  command?: { readDirs: string[]; cwd: string; clientConfig: string | null };
   /** The host folder holding the relay's sockets (bound at /relay). */
   socketDir: string | null;
   /** The host file bound at /etc/hosts. */
   hostsFile: string | null;
   tmpfsBytes: number;
-  command: string[];
+  /** What runs inside. */
+  argv: string[];
 }
 
 export function bwrapArgs(runtime: SandboxRuntime, mounts: InstanceMounts): string[] {
@@ -116,16 +140,39 @@ export function bwrapArgs(runtime: SandboxRuntime, mounts: InstanceMounts): stri
     '--dev', '/dev',
     '--size', String(mounts.tmpfsBytes),
     '--tmpfs', INSIDE.tmp,
-    '--chdir', INSIDE.tmp,
   ];
-  for (const lib of runtime.libraries) args.push('--ro-bind', lib, lib);
+  if (!mounts.command) args.push('--chdir', INSIDE.tmp);
+  if (mounts.command) {
+    // The whole of /usr holds every library the node binary links too.
+    args.push('--ro-bind', '/usr', '/usr');
+    for (const [target, link] of SYSTEM_LINKS) {
+      if (isSymlink(link)) args.push('--symlink', target, link);
+      else args.push('--ro-bind-try', link, link); // a system without merged /usr
+    }
+    for (const etc of SYSTEM_ETC) args.push('--ro-bind-try', etc, etc);
+    for (const dir of mounts.command.readDirs) args.push('--ro-bind', dir, dir);
+    if (mounts.command.clientConfig) args.push('--ro-bind', mounts.command.clientConfig, INSIDE.clientConfig);
+    args.push('--ro-bind', INNER_COMMAND, INSIDE.command);
+  } else {
+    for (const lib of runtime.libraries) args.push('--ro-bind', lib, lib);
+  }
   args.push('--ro-bind', runtime.nodeBinary, INSIDE.node, '--ro-bind', INNER_RELAY, INSIDE.relay);
   for (const [host, name] of mounts.files) args.push('--ro-bind', host, `${INSIDE.program}/${name}`);
   if (mounts.socketDir) args.push('--ro-bind', mounts.socketDir, INSIDE.sockets);
   if (mounts.hostsFile) args.push('--ro-bind', mounts.hostsFile, '/etc/hosts');
+  // A command starts in its own folder (the course's root: its jars and lab folders are relative paths).
+  if (mounts.command) args.push('--chdir', mounts.command.cwd);
   // The root itself (bwrap's own tmpfs holding the mount points) is read-only too.
-  args.push('--remount-ro', '/', '--', ...mounts.command);
+  args.push('--remount-ro', '/', '--', ...mounts.argv);
   return args;
+}
+
+function isSymlink(p: string): boolean {
+  try {
+    return fs.lstatSync(p).isSymbolicLink();
+  } catch {
+    return false; // absent here: nothing to link
+  }
 }
 
 /**

@@ -30,15 +30,34 @@ export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = {
 export const SANDBOX_DIR_PREFIX = 'kafkaiq-sandbox-';
 export const sandboxRoot = () => path.join(os.tmpdir(), `${SANDBOX_DIR_PREFIX}${process.pid}`);
 
-export interface SandboxedProgram {
-  /** program.mjs and the runtimes next to it (host paths). */
-  file: string;
+/** What runs in the sandbox: our compiled bundle on the pinned node, or an instructor's command. */
+export type SandboxedProgram = {
   /** A name for the attempt's cgroup (every instance of an attempt shares it). */
   group: string;
   instance: string;
-  /** The node flags and script, as inside the sandbox. */
-  nodeArgs: (inside: { program: string; relay: string; tmp: string; gate: string }) => string[];
-}
+} & (
+  | {
+      kind: 'bundle';
+      /** program.mjs and the runtimes next to it (host paths). */
+      file: string;
+      /** The node flags and script, as inside the sandbox. */
+      nodeArgs: (inside: { program: string; relay: string; tmp: string; gate: string }) => string[];
+    }
+  | {
+      kind: 'command';
+      command: string;
+      /** Its working folder on the host, seen read-only at the same path. */
+      cwd: string;
+      /** Host folders it may read, at their own paths (the broker's jars, the labs' folders). */
+      readDirs: string[];
+    }
+);
+
+/**
+ * Limits of a `--cmd` program: a JVM (two in a console pipe) sizes its heap from the host's memory,
+ * which it cannot see from inside, and runs a few dozen threads each.
+ */
+export const COMMAND_SANDBOX_LIMITS: SandboxLimits = { memoryBytes: 1536 * 1024 * 1024, pids: 1024, cpuShares: 1024, tmpfsBytes: 256 * 1024 * 1024 };
 
 export class InstanceSandbox {
   readonly argv: string[];
@@ -65,24 +84,44 @@ export class InstanceSandbox {
       // A copy of the bundle: the sandbox's uid cannot read the attempt's work dir, and the copy
       // cannot change under the running program.
       const files: Array<[string, string]> = [];
-      const sources: Array<[string, string]> = bundleFiles(program.file).map((name) => [path.join(path.dirname(program.file), name), name]);
-      // The run-time module gate (builtins.ts), loaded before the program.
-      sources.push([moduleGateFile(), MODULE_GATE_NAME]);
-      for (const [source, name] of sources) {
-        const copy = path.join(bundle, name);
-        fs.copyFileSync(source, copy);
-        files.push([copy, name]);
+      if (program.kind === 'bundle') {
+        const sources: Array<[string, string]> = bundleFiles(program.file).map((name) => [path.join(path.dirname(program.file), name), name]);
+        // The run-time module gate (builtins.ts), loaded before the program.
+        sources.push([moduleGateFile(), MODULE_GATE_NAME]);
+        for (const [source, name] of sources) {
+          const copy = path.join(bundle, name);
+          fs.copyFileSync(source, copy);
+          files.push([copy, name]);
+        }
+      }
+      // A JVM command's Kafka login (lifecycle.ts): a 0600 file of the server's, copied for the sandbox's uid.
+      let clientConfig: string | null = null;
+      if (program.kind === 'command' && env.KAFKA_CLIENT_CONFIG) {
+        clientConfig = path.join(this.dir, 'kafka-client.properties');
+        fs.copyFileSync(env.KAFKA_CLIENT_CONFIG, clientConfig);
       }
       const { relayed, hostsFile } = planRelay(endpointsFromEnv(env), INSIDE.sockets);
       const hosts = path.join(this.dir, 'hosts');
       fs.writeFileSync(hosts, hostsFile);
-      if (owner) for (const p of [this.dir, sockets, bundle, hosts, ...files.map(([f]) => f)]) fs.chownSync(p, owner.uid, owner.gid);
+      if (owner) for (const p of [this.dir, sockets, bundle, hosts, ...files.map(([f]) => f), ...(clientConfig ? [clientConfig] : [])]) fs.chownSync(p, owner.uid, owner.gid);
       this.relay = HostRelay.openSync(relayed, sockets, owner, tap);
       this.cgroup = runtime.cgroups ? InstanceCgroup.create(runtime.cgroups, program.group, program.instance, limits) : null;
-      const command = [INSIDE.node, ...program.nodeArgs({ program: `${INSIDE.program}/${path.basename(program.file)}`, relay: INSIDE.relay, tmp: INSIDE.tmp, gate: `${INSIDE.program}/${MODULE_GATE_NAME}` })];
-      const bwrap = bwrapArgs(runtime, { files, socketDir: sockets, hostsFile: hosts, tmpfsBytes: limits.tmpfsBytes, command });
+      const common = { socketDir: sockets, hostsFile: hosts, tmpfsBytes: limits.tmpfsBytes };
+      const bwrap =
+        program.kind === 'bundle'
+          ? bwrapArgs(runtime, {
+              ...common,
+              files,
+              argv: [INSIDE.node, ...program.nodeArgs({ program: `${INSIDE.program}/${path.basename(program.file)}`, relay: INSIDE.relay, tmp: INSIDE.tmp, gate: `${INSIDE.program}/${MODULE_GATE_NAME}` })],
+            })
+          : bwrapArgs(runtime, {
+              ...common,
+              files: [],
+              command: { readDirs: program.readDirs, cwd: program.cwd, clientConfig },
+              argv: [INSIDE.node, INSIDE.command, program.command],
+            });
       this.argv = launcherArgv(runtime, this.cgroup?.procsFiles ?? [], bwrap);
-      this.env = { ...env, KAFKAIQ_RELAY: JSON.stringify(relayed), HOME: INSIDE.tmp, TMPDIR: INSIDE.tmp };
+      this.env = { ...(program.kind === 'command' ? insideCommandEnv(env, clientConfig) : env), KAFKAIQ_RELAY: JSON.stringify(relayed), HOME: INSIDE.tmp, TMPDIR: INSIDE.tmp };
     } catch (err) {
       this.relay?.close();
       fs.rmSync(this.dir, { recursive: true, force: true });
@@ -105,7 +144,13 @@ export class InstanceSandbox {
       if (pid) killQuietly(-pid, signal);
       return;
     }
-    if (signal === 'SIGKILL') return this.cgroup.killAll();
+    if (signal === 'SIGKILL') {
+      this.cgroup.killAll();
+      // Killed right after its spawn, the launcher may not have joined its cgroup yet: its process
+      // group (it was spawned detached, and nothing in the sandbox starts a session) holds it then.
+      if (pid) killQuietly(-pid, signal);
+      return;
+    }
     if (signal === 'SIGSTOP') return this.cgroup.freeze();
     if (signal === 'SIGCONT') return this.cgroup.thaw();
     // Other signals (SIGTERM) go to the program's processes, not to bwrap's monitor and reaper,
@@ -125,6 +170,13 @@ export class InstanceSandbox {
     }
     fs.rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+/** A command's env as the sandbox sees it: the Kafka settings file at its inside path. */
+function insideCommandEnv(env: Record<string, string>, clientConfig: string | null): Record<string, string> {
+  const host = env.KAFKA_CLIENT_CONFIG;
+  if (!host || !clientConfig) return env;
+  return Object.fromEntries(Object.entries(env).map(([name, value]) => [name, value.split(host).join(INSIDE.clientConfig)]));
 }
 
 /** program.mjs and the runtimes it imports (the files compile.ts puts beside it). */

@@ -102,7 +102,8 @@ export function planRelay(endpoints: Endpoint[], socketDir: string): { relayed: 
     }
     return { ...e, listenHost, socket: path.join(socketDir, `s${i}.sock`) };
   });
-  const hostsFile = [...names].map(([name, ip]) => `${ip}\t${name}`).join('\n') + '\n::1\tlocalhost ip6-localhost\n';
+  // The sandbox's own host name (bubblewrap's --hostname) resolves too: a JVM asks for it at start.
+  const hostsFile = [...names].map(([name, ip]) => `${ip}\t${name}`).join('\n') + '\n127.0.0.1\tsandbox\n::1\tlocalhost ip6-localhost\n';
   return { relayed, hostsFile };
 }
 
