@@ -14,6 +14,9 @@ import { limitsFromEnv, singleUserLoopback } from '../server/admission.ts';
 import { openAttemptStore } from '../server/attempt-store.ts';
 import { createLabServer, type LabServer } from '../server/lab-server.ts';
 import { ORIGINS_ENV, originsFromEnv } from '../server/perimeter.ts';
+import { oidcConfigFromEnv } from '../server/sign-in/oidc-config.ts';
+import { OidcSignIn } from '../server/sign-in/oidc.ts';
+import { SESSION_SECRET_ENV, sessionSecretFromEnv } from '../server/sign-in/sealed-cookie.ts';
 
 /** PORT and HOST from the environment, checked. */
 export function listenAddressFromEnv(): { port: number; host: string } {
@@ -55,8 +58,17 @@ export async function startLabBackend(options: {
   const swept = sweepStaleWorkDirs();
   if (swept.dirs || swept.cgroups) log(`Swept ${swept.dirs} work dirs and ${swept.cgroups} cgroups left by KafkaIQ servers that were killed.`);
   installAttemptCrashGuard((line) => log(`[lab-server] ${line}`));
+  // Checked before anything starts too: a wrong setting is one line naming it.
+  const signInConfig = oidcConfigFromEnv(process.env, `http://${options.host.includes(':') ? `[${options.host}]` : options.host}:${options.port}`);
+  const { secret, shared } = sessionSecretFromEnv();
   const health = cluster.health ?? pollHealth(cluster.brokers);
   const store = openAttemptStore();
+  const signIn = signInConfig ? new OidcSignIn(signInConfig, secret, store, (line) => log(`[lab-server] ${line}`)) : undefined;
+  if (signIn) {
+    log(`Sign-in: ${signInConfig!.issuer} (client ${signInConfig!.clientId}), redirect URI ${signInConfig!.publicUrl}/auth/callback${shared ? '' : `; sessions end when this server stops (set ${SESSION_SECRET_ENV}, the same on every server, to keep them)`}.`);
+    const problem = await signIn.probe();
+    if (problem) log(problem);
+  }
   const server = await createLabServer({
     port: options.port,
     host: options.host,
@@ -70,6 +82,7 @@ export async function startLabBackend(options: {
     allowedOrigins: origins,
     trustProxy: process.env.KAFKAIQ_TRUST_PROXY === '1',
     limits: limitsFromEnv(),
+    signIn,
   }).catch((err: NodeJS.ErrnoException) => {
     store.close();
     health.close();

@@ -76,6 +76,12 @@ export interface AttemptStore {
    * when another learner's name looks the same (displayNameKey), and nothing changes then.
    */
   setDisplayName(sessionId: string, displayName: string | null): 'saved' | 'taken';
+  /**
+   * Moves everything kept under one learner id (attempts, reveals) to another: an anonymous
+   * browser's work joins the account it signs in to. Its self-chosen name is dropped (a signed-in
+   * learner is named by the provider). Returns the attempts moved.
+   */
+  adopt(fromSessionId: string, toSessionId: string): number;
   /** One page of the learners with at least one grade (named ones first, by name), for the class view. */
   classRoster(page: { offset: number; limit: number }): RosterPage;
   history(sessionId: string, lab?: string): AttemptHistory;
@@ -215,7 +221,26 @@ export function openAttemptStore(options: { file?: string } = {}): AttemptStore 
       ORDER BY id DESC`,
   );
 
+  const holdsAnything = db.prepare(`SELECT 1 FROM attempts WHERE session_id = ? UNION ALL SELECT 1 FROM reveals WHERE session_id = ? LIMIT 1`);
+  const moveAttempts = db.prepare(`UPDATE attempts SET session_id = ? WHERE session_id = ?`);
+  const moveReveals = db.prepare(`UPDATE reveals SET session_id = ? WHERE session_id = ?`);
+
   return {
+    adopt(from, to) {
+      // Asked on every request of a signed-in browser: a read, unless there is something to move.
+      if (from === to || !holdsAnything.get(from, from)) return 0;
+      db.exec('BEGIN IMMEDIATE');
+      try {
+        const moved = Number(moveAttempts.run(to, from).changes);
+        moveReveals.run(to, from);
+        deleteName.run(from);
+        db.exec('COMMIT');
+        return moved;
+      } catch (error) {
+        db.exec('ROLLBACK');
+        throw error;
+      }
+    },
     save(sessionId, report, code) {
       db.exec('BEGIN IMMEDIATE');
       try {

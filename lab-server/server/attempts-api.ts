@@ -14,6 +14,7 @@ import { describeError } from '../../src/shared/errors.ts';
 import { requestUrl } from './perimeter.ts';
 import type { AttemptStore } from './attempt-store.ts';
 import type { KeyedRate } from './learner-quotas.ts';
+import type { ResolveLearner } from './sign-in/learner-identity.ts';
 
 export const ATTEMPTS_API_PREFIX = '/api/attempts';
 /** The header that carries the learner's session id (lower case, as Node gives headers). */
@@ -26,13 +27,20 @@ export interface NameChangeLimits {
   /** The requesting learner's address. */
   learner: string;
 }
+
+/** Who the request is for (sign-in/learner-identity.ts), and whether names come from sign-in. */
+export interface RequestIdentity {
+  resolveLearner: ResolveLearner;
+  /** Sign-in is on: learners are named by the identity provider, never by themselves. */
+  namesFromSignIn: boolean;
+}
 const DISPLAY_NAME_PATH = `${ATTEMPTS_API_PREFIX}/display-name`;
 /** A display-name request is a few dozen bytes; anything much larger is not one. */
 const MAX_BODY_BYTES = 1024;
 const sessionIdSchema = helloMessageSchema.shape.sessionId;
 
 /** Handles the request if it is an attempts API call; returns false to let others handle it. */
-export function handleAttemptsApi(req: IncomingMessage, res: ServerResponse, store: AttemptStore, names: NameChangeLimits): boolean {
+export function handleAttemptsApi(req: IncomingMessage, res: ServerResponse, store: AttemptStore, names: NameChangeLimits, identity: RequestIdentity): boolean {
   const url = requestUrl(req);
   if (url.pathname !== ATTEMPTS_API_PREFIX && !url.pathname.startsWith(`${ATTEMPTS_API_PREFIX}/`)) return false;
   const expected = url.pathname === DISPLAY_NAME_PATH ? 'PUT' : 'GET';
@@ -40,9 +48,20 @@ export function handleAttemptsApi(req: IncomingMessage, res: ServerResponse, sto
     sendJson(res, 405, { error: `Only ${expected} is supported here` });
     return true;
   }
-  const session = sessionIdSchema.safeParse(req.headers[SESSION_HEADER]);
-  if (!session.success) {
+  const offered = sessionIdSchema.safeParse(req.headers[SESSION_HEADER]);
+  if (!offered.success) {
     sendJson(res, 400, { error: 'Give your session id in the X-KafkaIQ-Session header (8-64 letters, digits, _ or -), never in the URL' });
+    return true;
+  }
+  let session: { data: string };
+  try {
+    session = { data: identity.resolveLearner(offered.data) };
+  } catch (err) {
+    sendJson(res, 401, { error: describeError(err) });
+    return true;
+  }
+  if (expected === 'PUT' && identity.namesFromSignIn) {
+    sendJson(res, 403, { error: 'Your name in the class view comes from your sign-in: change it with your identity provider.' });
     return true;
   }
   if (expected === 'PUT') {

@@ -28,8 +28,10 @@ const MAX_FORM_BYTES = 2048;
 
 export interface ClassViewContext {
   store: AttemptStore;
-  /** undefined: the class view is off. */
+  /** undefined: the class view is off (unless sign-in names instructors). */
   sessions: InstructorSessions | undefined;
+  /** With sign-in on: whether the request's signed-in account is an instructor (null: sign-in is off). */
+  instructorSignedIn: ((req: IncomingMessage) => boolean) | null;
   /** Whether this request came over TLS (Secure cookies then). */
   secure: (req: IncomingMessage) => boolean;
 }
@@ -52,8 +54,16 @@ export function handleClassView(req: IncomingMessage, res: ServerResponse, conte
   const url = requestUrl(req);
   const signOut = url.pathname === SIGN_OUT_PATH;
   if (url.pathname !== CLASS_VIEW_PATH && url.pathname !== `${CLASS_VIEW_PATH}/` && !signOut) return false;
-  const { sessions } = context;
+  const { sessions, instructorSignedIn } = context;
+  if (instructorSignedIn?.(req) && !signOut) {
+    renderPage(req, res, context, url);
+    return true;
+  }
   if (sessions === undefined) {
+    if (instructorSignedIn) {
+      sendPage(res, 401, 'Instructor sign-in', `<p><a href="/auth/login?returnTo=${CLASS_VIEW_PATH}">Sign in</a> with an instructor's account to see the class.</p>`);
+      return true;
+    }
     sendPage(res, 404, 'Class view off', `<p>Start the lab server with ${INSTRUCTOR_TOKEN_ENV}=&lt;a secret&gt; to turn on the class view.</p>`);
     return true;
   }
@@ -82,11 +92,15 @@ export function handleClassView(req: IncomingMessage, res: ServerResponse, conte
     refuse(res);
     return true;
   }
+  renderPage(req, res, context, url);
+  return true;
+}
+
+function renderPage(_req: IncomingMessage, res: ServerResponse, context: ClassViewContext, url: URL): void {
   const requested = /^\d{1,6}$/.test(url.searchParams.get('page') ?? '') ? Number(url.searchParams.get('page')) : 1;
   const page = Math.max(1, requested);
   const roster = context.store.classRoster({ offset: (page - 1) * ROSTER_PAGE_SIZE, limit: ROSTER_PAGE_SIZE });
   sendPage(res, 200, 'Class view', renderRoster(roster, page));
-  return true;
 }
 
 /** A correct token becomes a signed session cookie and a redirect to a URL without the token. */

@@ -11,6 +11,7 @@ import { parseWithFriendlyErrors } from '../../src/shared/validate.ts';
 import type { GradeReport } from '../../src/shared/report.ts';
 import type { GradeQueue, MessageRate } from './admission.ts';
 import type { AttemptStore } from './attempt-store.ts';
+import type { ResolveLearner } from './sign-in/learner-identity.ts';
 import type { LearnerQuotas } from './learner-quotas.ts';
 import { boundReport } from './bounded-report.ts';
 import { readReferenceSolution } from './reference-solution.ts';
@@ -40,6 +41,8 @@ export interface ConnectionDeps {
   /** Runs and grades per learner, and who this connection's learner is (their address). */
   quotas: LearnerQuotas;
   learner: string;
+  /** Whose work this connection's hello names: the signed-in account's, or the browser's own id (sign-in/learner-identity.ts). */
+  resolveLearner: ResolveLearner;
   log: (line: string) => void;
   /** Called once hello is accepted; returns the connection this one replaces (same session id). */
   claimSession(sessionId: string, connection: LabConnection): LabConnection | undefined;
@@ -174,8 +177,9 @@ export class LabConnection {
     if (this.session) this.send({ type: 'broker', state, detail });
   }
 
-  private async hello(sessionId: string): Promise<void> {
+  private async hello(offered: string): Promise<void> {
     if (this.session || this.helloPending) throw new KafkaIqError('INVALID_INPUT', 'This connection already said hello');
+    const sessionId = this.deps.resolveLearner(offered);
     this.helloPending = true;
     try {
       const previous = this.deps.claimSession(sessionId, this);

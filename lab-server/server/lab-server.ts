@@ -2,7 +2,7 @@
  * The one process a learner talks to: a Node http server that serves the built course site,
  * the attempts API and the `/ws` WebSocket of the lab workbench.
  */
-import http from 'node:http';
+import http, { type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
@@ -16,6 +16,9 @@ import { LabConnection, type ClusterInfo, type CreateSession } from './lab-conne
 import { KeyedRate, LearnerQuotas } from './learner-quotas.ts';
 import { Perimeter } from './perimeter.ts';
 import { createStaticHandler } from './static-files.ts';
+import { SIGN_IN_PATHS, type AccountStatus } from '../../src/shared/account.ts';
+import type { OidcSignIn } from './sign-in/oidc.ts';
+import { learnerResolver, type ResolveLearner } from './sign-in/learner-identity.ts';
 
 export type { ClusterInfo, CreateSession } from './lab-connection.ts';
 export { CLOSE_SESSION_TAKEN_OVER } from './lab-connection.ts';
@@ -59,6 +62,8 @@ export interface LabServerOptions {
   allowMissingOrigin?: boolean;
   /** Connections per IP, messages per connection, concurrent grades (admission.ts). */
   limits?: AdmissionLimits;
+  /** Sign-in with the class's OpenID Provider (sign-in/oidc.ts); anonymous only without it. */
+  signIn?: OidcSignIn;
 }
 
 export interface LabServer {
@@ -83,14 +88,18 @@ export async function createLabServer(options: LabServerOptions): Promise<LabSer
   // A name is chosen once or twice: a few changes in a row, then one every 30 s per learner.
   const nameChanges = { perSession: new KeyedRate(5, 2), perLearner: new KeyedRate(20, 10) };
   const sessions = options.instructorToken === undefined ? undefined : new InstructorSessions(options.instructorToken);
+  const signIn = options.signIn;
   // Known once the server listens (its port is part of its origins); nothing is served before.
   let perimeter!: Perimeter;
 
   const server = http.createServer((req, res) => {
     try {
       if (!perimeter.admit(req, res)) return;
-      if (handleAttemptsApi(req, res, options.store, { ...nameChanges, learner: clientIp(req) })) return;
-      if (handleClassView(req, res, { store: options.store, sessions, secure: (r) => perimeter.secure(r) })) return;
+      if (signIn ? signIn.handle(req, res, perimeter.secure(req)) : answerSignInOff(req, res)) return;
+      const identity = { resolveLearner: learnerResolver(signIn?.account(req) ?? null, options.store), namesFromSignIn: signIn !== undefined };
+      if (handleAttemptsApi(req, res, options.store, { ...nameChanges, learner: clientIp(req) }, identity)) return;
+      const instructorSignedIn = signIn ? (r: IncomingMessage) => signIn.account(r)?.instructor === true : null;
+      if (handleClassView(req, res, { store: options.store, sessions, instructorSignedIn, secure: (r) => perimeter.secure(r) })) return;
     } catch (err) {
       log(`attempts API failed: ${describeError(err)}`);
       if (!res.headersSent) res.writeHead(500, { 'Content-Type': 'application/json' });
@@ -113,10 +122,11 @@ export async function createLabServer(options: LabServerOptions): Promise<LabSer
     const ip = clientIp(req);
     if (!perIp.admit(ip)) return rejectUpgrade(socket, 429, 'Too Many Requests');
     socket.once('close', () => perIp.release(ip));
-    wss.handleUpgrade(req, socket, head, (ws) => accept(ws, ip));
+    const resolveLearner = learnerResolver(signIn?.account(req) ?? null, options.store);
+    wss.handleUpgrade(req, socket, head, (ws) => accept(ws, ip, resolveLearner));
   });
 
-  function accept(ws: WebSocket, learner: string) {
+  function accept(ws: WebSocket, learner: string, resolveLearner: ResolveLearner) {
     const connection = new LabConnection(ws, {
       createSession: options.createSession,
       store: options.store,
@@ -125,6 +135,7 @@ export async function createLabServer(options: LabServerOptions): Promise<LabSer
       rate: new MessageRate(limits.messagesPerSecond, limits.messageBurst),
       quotas,
       learner,
+      resolveLearner,
       log,
       claimSession(sessionId, claimer) {
         const previous = bySession.get(sessionId);
@@ -204,6 +215,14 @@ export async function createLabServer(options: LabServerOptions): Promise<LabSer
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** Without sign-in, the browser still asks whether there is one. */
+function answerSignInOff(req: IncomingMessage, res: http.ServerResponse): boolean {
+  if ((req.url ?? '').split('?', 1)[0] !== SIGN_IN_PATHS.me) return false;
+  const status: AccountStatus = { signInEnabled: false, account: null };
+  res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store' }).end(JSON.stringify(status));
+  return true;
 }
 
 function rejectUpgrade(socket: Duplex, status: number, text: string) {
