@@ -13,6 +13,7 @@ import { displayNameKey } from '../../src/shared/class-view.ts';
 import type { AttemptSummary, SolutionReveal } from '../../src/shared/messages.ts';
 import { gradeReportSchema, type GradeReport } from '../../src/shared/report.ts';
 import { parseWithFriendlyErrors } from '../../src/shared/validate.ts';
+import { classQueries, type LabFigures, type LearnerDetail, type RosterPage, type RosterQuery } from './class-queries.ts';
 
 export const DEFAULT_ATTEMPTS_FILE = path.join(STATE_DIR, 'attempts.sqlite');
 /** History lists the newest attempts only; the full record stays in the file. */
@@ -23,8 +24,6 @@ export const HISTORY_LIMIT = 100;
  * (each program is at most MAX_CODE_BYTES, 256 KB).
  */
 export const CODE_KEPT_PER_LAB = 50;
-/** The class view shows this many learners per page at most. */
-export const MAX_ROSTER_PAGE = 200;
 
 export interface AttemptHistory {
   attempts: AttemptSummary[];
@@ -40,27 +39,6 @@ export interface StoredAttempt {
   report: GradeReport;
   /** null when the attempt is older than the CODE_KEPT_PER_LAB newest of its lab, or was saved without it. */
   code: string | null;
-}
-
-/** One learner as the instructor's class view shows them (never their session id). */
-export interface LearnerSummary {
-  /** A stable label derived from the session id (a hash prefix): not usable as a credential. */
-  label: string;
-  displayName: string | null;
-  attempts: number;
-  /** Labs with a passing full grade. */
-  passedLabs: string[];
-  /** The newest report of each lab the learner graded, newest lab first. */
-  latest: { lab: string; at: string; report: GradeReport }[];
-  /** Reference solutions the learner revealed, newest first (beforePass: before their first pass of that lab). */
-  reveals: SolutionReveal[];
-}
-
-/** One page of the class view's learners, and how many there are in all. */
-export interface RosterPage {
-  learners: LearnerSummary[];
-  /** Learners with at least one grade. */
-  total: number;
 }
 
 export interface AttemptStore {
@@ -82,8 +60,14 @@ export interface AttemptStore {
    * learner is named by the provider). Returns the attempts moved.
    */
   adopt(fromSessionId: string, toSessionId: string): number;
-  /** One page of the learners with at least one grade (named ones first, by name), for the class view. */
-  classRoster(page: { offset: number; limit: number }): RosterPage;
+  /** One page of the learners with at least one grade, sorted and filtered, for the class view. */
+  classRoster(query: RosterQuery): RosterPage;
+  /** One learner's attempts with their reports and code, by the label the class view shows; null when unknown. */
+  classLearner(label: string): LearnerDetail | null;
+  /** Per lab: learners, attempts, passes, the checks failing most, the median attempts to a pass. */
+  classLabs(): LabFigures[];
+  /** The labs anybody graded. */
+  gradedLabs(): string[];
   history(sessionId: string, lab?: string): AttemptHistory;
   /** One full report, only if it belongs to this session. */
   get(sessionId: string, attemptId: number): GradeReport | null;
@@ -129,6 +113,15 @@ const MIGRATIONS: readonly string[] = [
      before_pass INTEGER NOT NULL CHECK (before_pass IN (0, 1))
    );
    CREATE INDEX reveals_by_session ON reveals (session_id, lab, id);`,
+  // The class view's figures without reading every report: whether an attempt was a replay (never
+  // a pass), and the names of the checks it failed (a JSON array), kept beside the report.
+  `ALTER TABLE attempts ADD COLUMN replay INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE attempts ADD COLUMN failed_checks TEXT NOT NULL DEFAULT '[]';
+   UPDATE attempts SET
+     replay = CASE WHEN COALESCE(json_extract(report, '$.replay'), 0) THEN 1 ELSE 0 END,
+     failed_checks = (SELECT json_group_array(json_extract(c.value, '$.name')) FROM json_each(attempts.report, '$.checks') c WHERE json_extract(c.value, '$.passed') = 0);
+   -- Covering: the figures are read from this index alone, never from rows that carry whole reports and programs.
+   CREATE INDEX attempts_figures ON attempts (session_id, lab, id, verdict, quick, replay, created_at, failed_checks);`,
 ];
 
 interface AttemptRow {
@@ -161,8 +154,8 @@ export function openAttemptStore(options: { file?: string } = {}): AttemptStore 
   fillNameKeys(db);
 
   const insert = db.prepare(
-    `INSERT INTO attempts (session_id, lab, verdict, seed, quick, duration_ms, created_at, report, code)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO attempts (session_id, lab, verdict, seed, quick, duration_ms, created_at, report, code, replay, failed_checks)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
   // Older attempts of the same lab and learner keep their report, not their program.
   const forgetOldCode = db.prepare(
@@ -182,14 +175,14 @@ export function openAttemptStore(options: { file?: string } = {}): AttemptStore 
   const passed = db.prepare(
     // A replay (a seed the learner chose) never counts: its outcome was known before it ran.
     `SELECT DISTINCT lab FROM attempts WHERE session_id = ? AND verdict = 'pass' AND quick = 0
-        AND COALESCE(json_extract(report, '$.replay'), 0) = 0 ORDER BY lab`,
+        AND replay = 0 ORDER BY lab`,
   );
   const one = db.prepare(`SELECT report FROM attempts WHERE id = ? AND session_id = ?`);
   const oneFull = db.prepare(`SELECT ${columns}, report, code FROM attempts WHERE id = ? AND session_id = ?`);
   const graded = db.prepare(`SELECT 1 FROM attempts WHERE session_id = ? AND lab = ? LIMIT 1`);
   const passedLab = db.prepare(
     `SELECT 1 FROM attempts WHERE session_id = ? AND lab = ? AND verdict = 'pass' AND quick = 0
-        AND COALESCE(json_extract(report, '$.replay'), 0) = 0 LIMIT 1`,
+        AND replay = 0 LIMIT 1`,
   );
   const insertReveal = db.prepare(`INSERT INTO reveals (session_id, lab, created_at, before_pass) VALUES (?, ?, ?, ?)`);
   const revealsAll = db.prepare(`SELECT lab, created_at, before_pass FROM reveals WHERE session_id = ? ORDER BY id DESC LIMIT ?`);
@@ -206,21 +199,7 @@ export function openAttemptStore(options: { file?: string } = {}): AttemptStore 
   );
   const nameOwner = db.prepare(`SELECT session_id FROM learners WHERE name_key = ?`);
   const deleteName = db.prepare(`DELETE FROM learners WHERE session_id = ?`);
-  // Only learners with a grade: a name alone (or thousands of them) never reaches the page.
-  const roster = db.prepare(
-    `SELECT s.session_id AS session_id, l.display_name AS display_name, s.attempts AS attempts
-       FROM (SELECT session_id, COUNT(*) AS attempts FROM attempts GROUP BY session_id) s
-       LEFT JOIN learners l ON l.session_id = s.session_id
-      ORDER BY l.name_key IS NULL, l.name_key, s.session_id
-      LIMIT ? OFFSET ?`,
-  );
-  const rosterSize = db.prepare(`SELECT COUNT(DISTINCT session_id) AS n FROM attempts`);
-  const latestPerLab = db.prepare(
-    `SELECT lab, created_at, report FROM attempts
-      WHERE id IN (SELECT MAX(id) FROM attempts WHERE session_id = ? GROUP BY lab)
-      ORDER BY id DESC`,
-  );
-
+  const classView = classQueries(db, (sessionId) => reveals(sessionId));
   const holdsAnything = db.prepare(`SELECT 1 FROM attempts WHERE session_id = ? UNION ALL SELECT 1 FROM reveals WHERE session_id = ? LIMIT 1`);
   const moveAttempts = db.prepare(`UPDATE attempts SET session_id = ? WHERE session_id = ?`);
   const moveReveals = db.prepare(`UPDATE reveals SET session_id = ? WHERE session_id = ?`);
@@ -254,6 +233,8 @@ export function openAttemptStore(options: { file?: string } = {}): AttemptStore 
           new Date().toISOString(),
           JSON.stringify(report),
           code ?? null,
+          report.replay ? 1 : 0,
+          JSON.stringify(report.checks.filter((c) => !c.passed).map((c) => c.name)),
         );
         forgetOldCode.run(sessionId, report.lab, sessionId, report.lab, CODE_KEPT_PER_LAB);
         db.exec('COMMIT');
@@ -300,25 +281,10 @@ export function openAttemptStore(options: { file?: string } = {}): AttemptStore 
       upsertName.run(sessionId, displayName, new Date().toISOString(), key);
       return 'saved';
     },
-    classRoster(page) {
-      const limit = Math.max(1, Math.min(MAX_ROSTER_PAGE, Math.floor(page.limit)));
-      const offset = Math.max(0, Math.floor(page.offset));
-      const total = Number((rosterSize.get() as { n: number }).n);
-      const rows = roster.all(limit, offset) as unknown as { session_id: string; display_name: string | null; attempts: number }[];
-      const learners = rows.map((row) => ({
-        label: `learner ${createHash('sha256').update(row.session_id).digest('hex').slice(0, 8)}`,
-        displayName: row.display_name,
-        attempts: Number(row.attempts),
-        passedLabs: (passed.all(row.session_id) as unknown as { lab: string }[]).map((r) => r.lab),
-        latest: (latestPerLab.all(row.session_id) as unknown as { lab: string; created_at: string; report: string }[]).map((r) => ({
-          lab: r.lab,
-          at: r.created_at,
-          report: parseWithFriendlyErrors(gradeReportSchema, JSON.parse(r.report), `Stored attempt of ${r.lab}`, 'INTERNAL'),
-        })),
-        reveals: reveals(row.session_id),
-      }));
-      return { learners, total };
-    },
+    classRoster: (query) => classView.roster(query),
+    classLearner: (label) => classView.learner(label),
+    classLabs: () => classView.labs(),
+    gradedLabs: () => classView.labNames(),
     get(sessionId, attemptId) {
       const row = one.get(attemptId, sessionId) as { report: string } | undefined;
       if (!row) return null;

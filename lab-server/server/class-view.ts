@@ -1,28 +1,31 @@
 /**
- * The instructor's class view: GET /instructor lists the learners with at least one grade (by the
- * display name they chose, else an anonymous label), the labs they passed, their number of
- * attempts, the labs whose reference solution they were shown (and whether before their pass)
- * and the last report of each lab, 50 per page (`?page=`), read from the attempt store.
- * Off unless the server is started with an instructor token; without a session a request gets
- * 401, a sign-in form and no data.
+ * The instructor's class view (pages in class-view-pages.ts, data from the attempt store):
+ *   /instructor                 the roster: name, labs passed, attempts, last activity, reference
+ *                               solutions shown; sorted, filtered by name or lab, 50 per page
+ *   /instructor/learner/<label> one learner's every attempt, with its report and code
+ *   /instructor/labs            per lab: learners, attempts, pass rate, median attempts to pass,
+ *                               the checks failing most
+ *   /instructor/roster.csv, /instructor/labs.csv
+ * Off unless the server is started with an instructor token or sign-in names instructors; without
+ * a session a request gets 401, a sign-in form and no data.
  *
  * The token travels only at sign-in: posted from the form, or once as a `?token=` link (then
  * redirected away). What the browser keeps is a signed, expiring session cookie that names no
  * secret (instructor-session.ts). Scripts may send `Authorization: Bearer <token>` instead.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { htmlPaint, renderReport } from '../../src/shared/format-report.ts';
 import { KafkaIqError } from '../../src/shared/errors.ts';
 import { requestUrl } from './perimeter.ts';
-import type { AttemptStore, RosterPage } from './attempt-store.ts';
+import type { AttemptStore } from './attempt-store.ts';
 import { InstructorSessions, readCookie, SESSION_COOKIE } from './instructor-session.ts';
+import { CLASS_PATHS, CLASS_VIEW_PATH, escapeHtml, labsCsv, labsPage, learnerPage, rosterCsv, rosterPage, rosterQueryOf } from './class-view-pages.ts';
 
-export const CLASS_VIEW_PATH = '/instructor';
-const SIGN_OUT_PATH = `${CLASS_VIEW_PATH}/sign-out`;
+export { CLASS_VIEW_PATH, ROSTER_PAGE_SIZE } from './class-view-pages.ts';
+const SIGN_OUT_PATH = CLASS_PATHS.signOut;
 export const INSTRUCTOR_TOKEN_ENV = 'KAFKAIQ_INSTRUCTOR_TOKEN';
 const MIN_TOKEN_CHARS = 16;
-/** Learners per page of the class view. */
-export const ROSTER_PAGE_SIZE = 50;
+/** An export holds the whole class: at most this many learners (a class is far smaller). */
+const EXPORT_LIMIT = 20_000;
 /** A sign-in form body is the token and a few bytes of encoding. */
 const MAX_FORM_BYTES = 2048;
 
@@ -53,7 +56,7 @@ export function instructorTokenFromEnv(env: NodeJS.ProcessEnv = process.env): st
 export function handleClassView(req: IncomingMessage, res: ServerResponse, context: ClassViewContext): boolean {
   const url = requestUrl(req);
   const signOut = url.pathname === SIGN_OUT_PATH;
-  if (url.pathname !== CLASS_VIEW_PATH && url.pathname !== `${CLASS_VIEW_PATH}/` && !signOut) return false;
+  if (url.pathname !== CLASS_VIEW_PATH && !url.pathname.startsWith(`${CLASS_VIEW_PATH}/`)) return false;
   const { sessions, instructorSignedIn } = context;
   if (instructorSignedIn?.(req) && !signOut) {
     renderPage(req, res, context, url);
@@ -97,10 +100,25 @@ export function handleClassView(req: IncomingMessage, res: ServerResponse, conte
 }
 
 function renderPage(_req: IncomingMessage, res: ServerResponse, context: ClassViewContext, url: URL): void {
-  const requested = /^\d{1,6}$/.test(url.searchParams.get('page') ?? '') ? Number(url.searchParams.get('page')) : 1;
-  const page = Math.max(1, requested);
-  const roster = context.store.classRoster({ offset: (page - 1) * ROSTER_PAGE_SIZE, limit: ROSTER_PAGE_SIZE });
-  sendPage(res, 200, 'Class view', renderRoster(roster, page));
+  const { store } = context;
+  const path = url.pathname.replace(/\/+$/, '') || CLASS_VIEW_PATH;
+  if (path === CLASS_VIEW_PATH) {
+    const query = rosterQueryOf(url);
+    const labs = store.gradedLabs();
+    return sendPage(res, 200, 'Class view', rosterPage(store.classRoster(query), query, labs));
+  }
+  if (path === CLASS_PATHS.labs) return sendPage(res, 200, 'Class view: labs', labsPage(store.classLabs()));
+  if (path === CLASS_PATHS.rosterCsv) return sendCsv(res, 'roster.csv', rosterCsv(store.classRoster({ offset: 0, limit: EXPORT_LIMIT }).learners));
+  if (path === CLASS_PATHS.labsCsv) return sendCsv(res, 'labs.csv', labsCsv(store.classLabs()));
+  const label = path.startsWith(CLASS_PATHS.learner) ? path.slice(CLASS_PATHS.learner.length) : null;
+  const learner = label !== null && /^[0-9a-f]{12}$/.test(label) ? store.classLearner(`learner ${label}`) : null;
+  if (learner) return sendPage(res, 200, 'Class view: learner', learnerPage(learner));
+  sendPage(res, 404, 'Not found', `<p>Nothing here: <a href="${CLASS_VIEW_PATH}">back to the class</a>.</p>`);
+}
+
+function sendCsv(res: ServerResponse, name: string, body: string): void {
+  res.writeHead(200, { 'Content-Type': 'text/csv; charset=utf-8', 'Content-Disposition': `attachment; filename="${name}"`, 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' });
+  res.end(body);
 }
 
 /** A correct token becomes a signed session cookie and a redirect to a URL without the token. */
@@ -141,38 +159,6 @@ function refuse(res: ServerResponse, why = ''): true {
   return true;
 }
 
-const escapeHtml = (text: string) =>
-  text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
-
-function renderRoster({ learners, total }: RosterPage, page: number): string {
-  const pages = Math.max(1, Math.ceil(total / ROSTER_PAGE_SIZE));
-  const signOut = `<form method="post" action="${SIGN_OUT_PATH}"><button type="submit">Sign out</button></form>`;
-  if (total === 0) return `<p>No learner has graded a lab yet.</p>${signOut}`;
-  if (learners.length === 0) return `<p>Page ${page} is past the last page (${pages}): <a href="${CLASS_VIEW_PATH}?page=${pages}">go to page ${pages}</a>.</p>${signOut}`;
-  const rows = learners.map((learner) => {
-    const name = learner.displayName ? `${escapeHtml(learner.displayName)} <small>(${learner.label})</small>` : escapeHtml(learner.label);
-    const passed = learner.passedLabs.length ? learner.passedLabs.map(escapeHtml).join(', ') : '<em>none yet</em>';
-    const reports = learner.latest
-      .map(
-        ({ lab, at, report }) =>
-          `<details><summary>${escapeHtml(lab)}: ${report.verdict.toUpperCase()}${report.quick ? ' (quick)' : ''} <small>${escapeHtml(at)}</small></summary><pre>${renderReport(report, htmlPaint).join('\n')}</pre></details>`,
-      )
-      .join('');
-    // One line per lab whose reference solution the learner was shown: the first reveal tells whether it came before their pass.
-    const firstReveal = new Map<string, (typeof learner.reveals)[number]>();
-    for (const reveal of learner.reveals) firstReveal.set(reveal.lab, reveal); // newest first: the last one set is the first reveal
-    const reveals = [...firstReveal.values()]
-      .map((r) => `${escapeHtml(r.lab)}: ${r.beforePass ? '<strong>before passing</strong>' : 'after passing'} <small>${escapeHtml(r.at)}</small>`)
-      .join('<br>');
-    return `<tr><td>${name}</td><td>${passed}</td><td>${learner.attempts}</td><td>${reveals || '<em>none</em>'}</td><td>${reports}</td></tr>`;
-  });
-  const link = (n: number, text: string) => `<a href="${CLASS_VIEW_PATH}?page=${n}">${text}</a>`;
-  const nav = `<nav>Page ${page} of ${pages}${page > 1 ? ` · ${link(page - 1, 'previous')}` : ''}${page < pages ? ` · ${link(page + 1, 'next')}` : ''}</nav>`;
-  const first = (page - 1) * ROSTER_PAGE_SIZE + 1;
-  return `<p>${total} learner${total === 1 ? '' : 's'} with a grade (${first}-${first + learners.length - 1} here). Passed means a passing full grade.</p>${nav}
-<table><thead><tr><th>Learner</th><th>Labs passed</th><th>Attempts</th><th>Reference solution shown</th><th>Last report per lab</th></tr></thead><tbody>${rows.join('')}</tbody></table>${nav}${signOut}`;
-}
-
 function sendPage(res: ServerResponse, status: number, title: string, body: string): void {
   res.writeHead(status, {
     'Content-Type': 'text/html; charset=utf-8',
@@ -182,6 +168,6 @@ function sendPage(res: ServerResponse, status: number, title: string, body: stri
     'Referrer-Policy': 'no-referrer',
   });
   res.end(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${title} | KafkaIQ</title>
-<style>body{font:15px/1.5 system-ui,sans-serif;margin:2rem;max-width:80rem}table{border-collapse:collapse;width:100%}th,td{border-bottom:1px solid #ccc;padding:.4rem;text-align:left;vertical-align:top}pre{font-size:12px;white-space:pre-wrap;background:#f6f6f6;padding:.5rem}small{color:#666}.kiq-report-pass{color:#1c7a35}.kiq-report-fail{color:#b3261e}.kiq-report-warn{color:#8a6100}.kiq-report-dim{color:#666}.kiq-report-strong{font-weight:bold}</style>
+<style>body{font:15px/1.5 system-ui,sans-serif;margin:2rem;max-width:80rem}table{border-collapse:collapse;width:100%}th,td{border-bottom:1px solid #ccc;padding:.4rem;text-align:left;vertical-align:top}pre{font-size:12px;white-space:pre-wrap;background:#f6f6f6;padding:.5rem}nav.top{display:flex;gap:.5rem;align-items:center;flex-wrap:wrap}nav.top form{margin-left:auto}.filters{display:flex;gap:1rem;flex-wrap:wrap;align-items:end;margin:1rem 0}section{border-top:1px solid #ddd;margin-top:1rem}h3{font-size:1rem}small{color:#666}.kiq-report-pass{color:#1c7a35}.kiq-report-fail{color:#b3261e}.kiq-report-warn{color:#8a6100}.kiq-report-dim{color:#666}.kiq-report-strong{font-weight:bold}</style>
 </head><body><h1>${title}</h1>${body}</body></html>`);
 }

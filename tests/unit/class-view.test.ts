@@ -23,9 +23,9 @@ let server: LabServer;
 beforeAll(async () => {
   fs.mkdirSync(path.join(tmp, 'site'));
   store = openAttemptStore({ file: path.join(tmp, 'attempts.sqlite') });
-  store.save(ADA, fakeReport('single-stage', { verdict: 'fail', message: 'no-duplicates failed' }));
+  store.save(ADA, fakeReport('single-stage', { verdict: 'fail', message: 'no-duplicates failed', checks: [{ name: 'no-duplicates', passed: false, summary: '3 duplicates', evidence: [] }] }));
   store.save(ADA, fakeReport('single-stage'));
-  store.save(ADA, fakeReport('copy', { quick: true }));
+  store.save(ADA, fakeReport('copy', { quick: true }), 'export default async function ada() {}');
   store.save(ANON, fakeReport('zombie', { verdict: 'fail' }));
   server = await createLabServer({
     port: 0,
@@ -64,20 +64,60 @@ describe('the class view', () => {
     }
   });
 
-  it('lists each learner with passed labs, attempts and last reports, never a session id', async () => {
+  it('lists each learner with passed labs, attempts and last activity, never a session id', async () => {
     const response = await get('/instructor', { Authorization: `Bearer ${TOKEN}` });
     expect(response.status).toBe(200);
     const html = await response.text();
     const adaRow = html.split('<tr>').find((row) => row.includes('Ada L.'))!;
     expect(adaRow).toBeDefined();
     // single-stage passed in a full grade; copy passed only a quick grade, which is not a pass.
-    expect(adaRow).toMatch(/<td>single-stage<\/td><td>3<\/td>/);
-    expect(adaRow).toContain('copy: PASS (quick)');
-    expect(adaRow).toContain('single-stage: PASS');
-    const anonRow = html.split('<tr>').find((row) => row.includes('zombie: FAIL'))!;
-    expect(anonRow).toMatch(/<td>learner [0-9a-f]{8}<\/td><td><em>none yet<\/em><\/td><td>1<\/td>/);
+    expect(adaRow).toMatch(/<td>single-stage<\/td><td>3<\/td><td>\d{4}-\d\d-\d\dT/);
+    const anonRow = html.split('<tr>').find((row) => !row.includes('Ada L.') && row.includes('learner '))!;
+    expect(anonRow).toMatch(/>learner [0-9a-f]{12}<\/a><\/td><td><em>none yet<\/em><\/td><td>1<\/td>/);
     expect(html).not.toContain(ADA);
     expect(html).not.toContain(ANON);
+  });
+
+  it("shows one learner's every attempt with its report and code, by the roster's link", async () => {
+    const html = await (await get('/instructor', { Authorization: `Bearer ${TOKEN}` })).text();
+    const link = /href="(\/instructor\/learner\/[0-9a-f]{12})">Ada L\./.exec(html)?.[1];
+    expect(link).toBeDefined();
+    const page = await (await get(link!, { Authorization: `Bearer ${TOKEN}` })).text();
+    expect(page.match(/<section>/g)).toHaveLength(3);
+    expect(page).toContain('copy: PASS (quick)');
+    expect(page).toContain('single-stage: FAIL');
+    expect(page).toContain('export default async function ada()');
+    expect((await get('/instructor/learner/000000000000', { Authorization: `Bearer ${TOKEN}` })).status).toBe(404);
+    expect((await get(link!)).status).toBe(401);
+  });
+
+  it('sorts and filters the roster, and shows per-lab figures', async () => {
+    const byName = await (await get('/instructor?name=ada', { Authorization: `Bearer ${TOKEN}` })).text();
+    expect(byName).toContain('Ada L.');
+    expect(byName).toContain('1 learner (1-1 here)');
+    const byLab = await (await get('/instructor?lab=zombie', { Authorization: `Bearer ${TOKEN}` })).text();
+    expect(byLab).not.toContain('Ada L.');
+    expect(byLab).toContain('1 learner (1-1 here)');
+    const mostAttempts = await (await get('/instructor?sort=attempts', { Authorization: `Bearer ${TOKEN}` })).text();
+    expect(mostAttempts.indexOf('Ada L.')).toBeLessThan(mostAttempts.indexOf('<td><em>none yet</em></td><td>1</td>'));
+    const labs = await (await get('/instructor/labs', { Authorization: `Bearer ${TOKEN}` })).text();
+    // single-stage: Ada failed once (no-duplicates), then passed: 1 learner, 2 attempts, 100%, 2 attempts to pass.
+    expect(labs).toMatch(/<td>single-stage<\/td><td><a [^>]+>1<\/a><\/td><td>2<\/td><td>1 \(100%\)<\/td><td>2<\/td><td>no-duplicates \(1\)<\/td>/);
+    expect(labs).toMatch(/<td>zombie<\/td><td><a [^>]+>1<\/a><\/td><td>1<\/td><td>0 \(0%\)<\/td><td>–<\/td>/);
+  });
+
+  it('exports the roster and the labs as CSV, a formula-like name made inert', async () => {
+    store.save('session-formula-0003', fakeReport('copy'));
+    store.setDisplayName('session-formula-0003', '=HYPERLINK("x")');
+    const roster = await get('/instructor/roster.csv', { Authorization: `Bearer ${TOKEN}` });
+    expect(roster.headers.get('content-type')).toMatch(/^text\/csv/);
+    const text = await roster.text();
+    expect(text.split('\r\n')[0]).toBe('"learner","display name","attempts","labs passed","last activity","reference solutions shown before passing"');
+    expect(text).toContain('"\'=HYPERLINK(""x"")"');
+    expect(text).toMatch(/"Ada L\.","3","single-stage"/);
+    const labs = await (await get('/instructor/labs.csv', { Authorization: `Bearer ${TOKEN}` })).text();
+    expect(labs).toContain('"single-stage","1","2","1","1.000","2","no-duplicates:1"');
+    expect((await get('/instructor/labs.csv')).status).toBe(401);
   });
 
   it('turns a ?token= link into an HttpOnly cookie and a URL without the token', async () => {
