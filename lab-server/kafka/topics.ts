@@ -40,11 +40,23 @@ export async function createTopics<T = void>(kafka: Kafka, requested: ITopicConf
         maxDelayMs: 2_000,
         shouldRetry: (err) => !/already exists/i.test(describeError(err)),
       });
+      // A retry after a creation whose leader wait failed finds the topics there and returns at
+      // once, so wait here until the broker serves every partition (a busy broker's metadata lags).
+      await retry(() => requireLeaders(admin, topics.map((t) => t.topic)), { retries: 8, minDelayMs: 100, maxDelayMs: 1_000 });
       return (await then?.(admin)) as T;
     });
   } catch (err) {
     throw new KafkaIqError('BROKER_UNREACHABLE', `Kafka did not accept the lab topics (${describeError(err)}): is the broker running? Start it with 'npm run broker'.`, { cause: err });
   }
+}
+
+async function requireLeaders(admin: Admin, topics: string[]): Promise<void> {
+  const { topics: found } = await admin.fetchTopicMetadata({ topics });
+  const missing = topics.filter((name) => {
+    const topic = found.find((t) => t.name === name);
+    return !topic || topic.partitions.length === 0 || topic.partitions.some((p) => p.leader < 0);
+  });
+  if (missing.length) throw new KafkaIqError('BROKER_UNREACHABLE', `no leader yet for ${missing.join(', ')}`);
 }
 
 /** Deletes topics, best effort: already gone, or the broker is down, is nothing a learner can act on. */

@@ -216,7 +216,8 @@ describe('accessibility', () => {
     await page.goto(`${baseUrl}${LESSON}`);
     await tabTo(/^Skip to the lab: /);
     await page.keyboard.press('Enter');
-    await expect.poll(async () => (await focused(page)).tag).toBe('kiq-lab');
+    // The page is still loading its editor: on a busy machine each read of the focus can take seconds.
+    await expect.poll(async () => (await focused(page)).tag, { timeout: 30_000 }).toBe('kiq-lab');
     await lab(page).locator('.monaco-editor').waitFor({ timeout: 60_000 });
     await expect.poll(() => button(page, 'Run').isEnabled(), { timeout: 30_000 }).toBe(true);
 
