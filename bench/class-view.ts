@@ -28,9 +28,9 @@ for (let l = 0; l < learners; l++) {
   for (let a = 0; a < attempts; a++) {
     const lab = LABS[(l + a) % LABS.length]!;
     const failed = (l + a) % 3 === 0;
-    store.save(session, fakeReport(lab, failed ? { verdict: 'fail', checks: [{ name: 'no-duplicates', passed: false, summary: '2 duplicates', evidence: ['out-0@3 twice'] }] } : {}), program);
+    await store.save(session, fakeReport(lab, failed ? { verdict: 'fail', checks: [{ name: 'no-duplicates', passed: false, summary: '2 duplicates', evidence: ['out-0@3 twice'] }] } : {}), program);
   }
-  if (l % 2 === 0) store.setDisplayName(session, `Learner ${l}`);
+  if (l % 2 === 0) (await store.setDisplayName(session, `Learner ${l}`));
 }
 console.log(`${learners} learners × ${attempts} attempts stored in ${((performance.now() - filled) / 1000).toFixed(1)} s`);
 
@@ -69,5 +69,5 @@ for (const [name, url] of pages) {
   console.log(`  ${name.padEnd(42)} ${median(times).toFixed(1).padStart(8)} ms  (${(bytes / 1024).toFixed(0)} KB)`);
 }
 await server.close();
-store.close();
+await store.close();
 fs.rmSync(dir, { recursive: true, force: true });

@@ -11,7 +11,9 @@ import { createLabSession } from '../runner/lab-session.ts';
 import { sandboxStartCheck } from '../runner/program/sandbox/policy.ts';
 import { sweepStaleWorkDirs } from '../runner/program/work-dirs.ts';
 import { limitsFromEnv, singleUserLoopback } from '../server/admission.ts';
-import { openAttemptStore } from '../server/attempt-store.ts';
+import { DEFAULT_ATTEMPTS_FILE, openAttemptStore } from '../server/attempt-store.ts';
+import { displayPath } from '../core/paths.ts';
+import { DATABASE_URL_ENV, openPostgresAttemptStore } from '../server/postgres-attempt-store.ts';
 import { createLabServer, type LabServer } from '../server/lab-server.ts';
 import { ORIGINS_ENV, originsFromEnv } from '../server/perimeter.ts';
 import { oidcConfigFromEnv } from '../server/sign-in/oidc-config.ts';
@@ -61,8 +63,12 @@ export async function startLabBackend(options: {
   // Checked before anything starts too: a wrong setting is one line naming it.
   const signInConfig = oidcConfigFromEnv(process.env, `http://${options.host.includes(':') ? `[${options.host}]` : options.host}:${options.port}`);
   const { secret, shared } = sessionSecretFromEnv();
+  // Several lab servers share one PostgreSQL; one server alone keeps a SQLite file. Opened before
+  // the broker health poll, so a wrong URL fails the start with nothing left running.
+  const databaseUrl = process.env[DATABASE_URL_ENV]?.trim();
+  const store = databaseUrl ? await openPostgresAttemptStore(databaseUrl) : openAttemptStore();
+  log(databaseUrl ? `Attempts: PostgreSQL (${DATABASE_URL_ENV}), shared by every lab server on it.` : `Attempts: ${displayPath(DEFAULT_ATTEMPTS_FILE)} (set ${DATABASE_URL_ENV} to share them between lab servers).`);
   const health = cluster.health ?? pollHealth(cluster.brokers);
-  const store = openAttemptStore();
   const signIn = signInConfig ? new OidcSignIn(signInConfig, secret, store, (line) => log(`[lab-server] ${line}`)) : undefined;
   if (signIn) {
     log(`Sign-in: ${signInConfig!.issuer} (client ${signInConfig!.clientId}), redirect URI ${signInConfig!.publicUrl}/auth/callback${shared ? '' : `; sessions end when this server stops (set ${SESSION_SECRET_ENV}, the same on every server, to keep them)`}.`);
@@ -83,8 +89,8 @@ export async function startLabBackend(options: {
     trustProxy: process.env.KAFKAIQ_TRUST_PROXY === '1',
     limits: limitsFromEnv(),
     signIn,
-  }).catch((err: NodeJS.ErrnoException) => {
-    store.close();
+  }).catch(async (err: NodeJS.ErrnoException) => {
+    await store.close();
     health.close();
     if (err.code === 'EADDRINUSE') throw new KafkaIqError('PORT_TAKEN', `Port ${options.port} is taken: stop the other program or choose another with PORT=4322 ${options.command}.`);
     throw err;
@@ -95,7 +101,7 @@ export async function startLabBackend(options: {
     async close() {
       await server.close();
       health.close();
-      store.close();
+      await store.close();
     },
   };
 }

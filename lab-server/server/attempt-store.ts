@@ -41,39 +41,51 @@ export interface StoredAttempt {
   code: string | null;
 }
 
+/**
+ * Where learners' work is kept: node:sqlite in one file (the default), or PostgreSQL shared by
+ * several lab servers (postgres-attempt-store.ts). Asynchronous, as a database across a network is.
+ */
 export interface AttemptStore {
   /** Saves a finished grade, with the program it graded; returns the attempt id. */
-  save(sessionId: string, report: GradeReport, code?: string): number;
+  save(sessionId: string, report: GradeReport, code?: string): Promise<number>;
   /**
    * Records that the learner was shown a lab's reference solution; 'no-grade' (nothing recorded)
    * when this session has not graded that lab yet: the solution comes after an attempt.
    */
-  recordReveal(sessionId: string, lab: string): SolutionReveal | 'no-grade';
+  recordReveal(sessionId: string, lab: string): Promise<SolutionReveal | 'no-grade'>;
   /**
    * Sets (or with null, forgets) the name the learner chose to show their instructor; 'taken'
    * when another learner's name looks the same (displayNameKey), and nothing changes then.
    */
-  setDisplayName(sessionId: string, displayName: string | null): 'saved' | 'taken';
+  setDisplayName(sessionId: string, displayName: string | null): Promise<'saved' | 'taken'>;
   /**
    * Moves everything kept under one learner id (attempts, reveals) to another: an anonymous
    * browser's work joins the account it signs in to. Its self-chosen name is dropped (a signed-in
    * learner is named by the provider). Returns the attempts moved.
    */
-  adopt(fromSessionId: string, toSessionId: string): number;
+  adopt(fromSessionId: string, toSessionId: string): Promise<number>;
   /** One page of the learners with at least one grade, sorted and filtered, for the class view. */
-  classRoster(query: RosterQuery): RosterPage;
+  classRoster(query: RosterQuery): Promise<RosterPage>;
   /** One learner's attempts with their reports and code, by the label the class view shows; null when unknown. */
-  classLearner(label: string): LearnerDetail | null;
+  classLearner(label: string): Promise<LearnerDetail | null>;
   /** Per lab: learners, attempts, passes, the checks failing most, the median attempts to a pass. */
-  classLabs(): LabFigures[];
+  classLabs(): Promise<LabFigures[]>;
   /** The labs anybody graded. */
-  gradedLabs(): string[];
-  history(sessionId: string, lab?: string): AttemptHistory;
+  gradedLabs(): Promise<string[]>;
+  history(sessionId: string, lab?: string): Promise<AttemptHistory>;
   /** One full report, only if it belongs to this session. */
-  get(sessionId: string, attemptId: number): GradeReport | null;
+  get(sessionId: string, attemptId: number): Promise<GradeReport | null>;
   /** One attempt with its report and code, only if it belongs to this session. */
-  attempt(sessionId: string, attemptId: number): StoredAttempt | null;
-  close(): void;
+  attempt(sessionId: string, attemptId: number): Promise<StoredAttempt | null>;
+  close(): Promise<void>;
+}
+
+/** The same store, answering at once: the SQLite file is read in-process. */
+type Immediate<T> = { [K in keyof T]: T[K] extends (...args: infer A) => Promise<infer R> ? (...args: A) => R : never };
+
+function promised(store: Immediate<AttemptStore>): AttemptStore {
+  const entries = Object.entries(store).map(([name, method]) => [name, async (...args: unknown[]) => (method as (...a: unknown[]) => unknown)(...args)]);
+  return Object.fromEntries(entries) as unknown as AttemptStore;
 }
 
 /**
@@ -204,7 +216,7 @@ export function openAttemptStore(options: { file?: string } = {}): AttemptStore 
   const moveAttempts = db.prepare(`UPDATE attempts SET session_id = ? WHERE session_id = ?`);
   const moveReveals = db.prepare(`UPDATE reveals SET session_id = ? WHERE session_id = ?`);
 
-  return {
+  const store: Immediate<AttemptStore> = {
     adopt(from, to) {
       // Asked on every request of a signed-in browser: a read, unless there is something to move.
       if (from === to || !holdsAnything.get(from, from)) return 0;
@@ -295,6 +307,7 @@ export function openAttemptStore(options: { file?: string } = {}): AttemptStore 
       db.close();
     },
   };
+  return promised(store);
 }
 
 function summaryOf(row: AttemptRow): AttemptSummary {

@@ -53,43 +53,50 @@ export function handleAttemptsApi(req: IncomingMessage, res: ServerResponse, sto
     sendJson(res, 400, { error: 'Give your session id in the X-KafkaIQ-Session header (8-64 letters, digits, _ or -), never in the URL' });
     return true;
   }
-  let session: { data: string };
+  void answer(req, res, url, store, names, identity, offered.data, expected).catch((err: unknown) => {
+    if (!res.headersSent) sendJson(res, 500, { error: `Could not read the attempts: ${describeError(err)}` });
+  });
+  return true;
+}
+
+async function answer(
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+  store: AttemptStore,
+  names: NameChangeLimits,
+  identity: RequestIdentity,
+  offered: string,
+  expected: 'GET' | 'PUT',
+): Promise<void> {
+  let session: string;
   try {
-    session = { data: identity.resolveLearner(offered.data) };
+    session = await identity.resolveLearner(offered);
   } catch (err) {
-    sendJson(res, 401, { error: describeError(err) });
-    return true;
+    return sendJson(res, 401, { error: describeError(err) });
   }
   if (expected === 'PUT' && identity.namesFromSignIn) {
-    sendJson(res, 403, { error: 'Your name in the class view comes from your sign-in: change it with your identity provider.' });
-    return true;
+    return sendJson(res, 403, { error: 'Your name in the class view comes from your sign-in: change it with your identity provider.' });
   }
   if (expected === 'PUT') {
-    const wait = Math.max(names.perSession.take(session.data), names.perLearner.take(names.learner));
+    const wait = Math.max(names.perSession.take(session), names.perLearner.take(names.learner));
     if (wait > 0) {
       res.setHeader('Retry-After', String(wait));
-      sendJson(res, 429, { error: `Display name changed too often: try again in ${wait} s.` });
-      return true;
+      return sendJson(res, 429, { error: `Display name changed too often: try again in ${wait} s.` });
     }
-    void setDisplayName(req, res, store, session.data);
-    return true;
+    return setDisplayName(req, res, store, session);
   }
   if (url.pathname === ATTEMPTS_API_PREFIX) {
     const labParam = url.searchParams.get('lab');
     const lab = labParam === null ? undefined : labIdSchema.safeParse(labParam);
-    if (lab && !lab.success) {
-      sendJson(res, 400, { error: 'lab must be a lab id (lower-case letters, digits and dashes)' });
-      return true;
-    }
-    sendJson(res, 200, store.history(session.data, lab?.data));
-    return true;
+    if (lab && !lab.success) return sendJson(res, 400, { error: 'lab must be a lab id (lower-case letters, digits and dashes)' });
+    return sendJson(res, 200, await store.history(session, lab?.data));
   }
   const idText = url.pathname.slice(ATTEMPTS_API_PREFIX.length + 1);
   const attemptId = /^\d{1,15}$/.test(idText) ? Number(idText) : NaN;
-  const report = Number.isSafeInteger(attemptId) ? store.get(session.data, attemptId) : null;
+  const report = Number.isSafeInteger(attemptId) ? await store.get(session, attemptId) : null;
   if (report === null) sendJson(res, 404, { error: `No attempt ${idText} for this session` });
   else sendJson(res, 200, report);
-  return true;
 }
 
 async function setDisplayName(req: IncomingMessage, res: ServerResponse, store: AttemptStore, sessionId: string): Promise<void> {
@@ -109,7 +116,7 @@ async function setDisplayName(req: IncomingMessage, res: ServerResponse, store: 
     }
     const parsed = displayNameRequestSchema.safeParse(body);
     if (!parsed.success) return sendJson(res, 400, { error: parsed.error.issues[0]?.message ?? 'invalid display name' });
-    if (store.setDisplayName(sessionId, parsed.data.displayName) === 'taken') {
+    if ((await store.setDisplayName(sessionId, parsed.data.displayName)) === 'taken') {
       return sendJson(res, 409, { error: 'Another learner in this class already has that name (or one that looks the same): choose another.' });
     }
     res.writeHead(204, { 'Cache-Control': 'no-store' }).end();

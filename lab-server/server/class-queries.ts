@@ -81,6 +81,8 @@ const ORDER: Record<RosterSort, string> = {
   passed: 's.passed DESC, s.attempts, s.session_id',
   last: 's.last_at DESC, s.session_id',
 };
+/** The most learners one roster query returns: a whole class for the CSV export (a class is far smaller). */
+export const MAX_ROSTER_ROWS = 20_000;
 /** One learner's page lists at most this many attempts (newest first). */
 export const LEARNER_ATTEMPTS_LIMIT = 200;
 
@@ -124,7 +126,7 @@ export function classQueries(db: DatabaseSync, reveals: (sessionId: string) => S
       const params = {
         lab: query.lab ?? '',
         name: query.name ? displayNameKey(query.name) : '',
-        limit: Math.max(1, Math.min(200, Math.floor(query.limit))),
+        limit: Math.max(1, Math.min(MAX_ROSTER_ROWS, Math.floor(query.limit))),
         offset: Math.max(0, Math.floor(query.offset)),
       };
       const { limit, offset, ...counted } = params;

@@ -59,7 +59,7 @@ export function rosterPage(roster: RosterPage, query: RosterQuery & { page: numb
     return `<tr><td><a href="${learnerHref(learner.label)}">${learnerName(learner)}</a></td><td>${passed}</td><td>${learner.attempts}</td><td>${escapeHtml(learner.lastActivity)}</td><td>${revealsCell(learner.reveals)}</td></tr>`;
   });
   const first = query.offset + 1;
-  return `${nav('roster')}${filters}<p>${roster.total} learner${roster.total === 1 ? '' : 's'} (${first}-${first + roster.learners.length - 1} here). Passed means a passing full grade.</p>${pager}
+  return `${nav('roster')}${filters}<p>${roster.total} learner${roster.total === 1 ? '' : 's'} with a grade (${first}-${first + roster.learners.length - 1} here). Passed means a passing full grade.</p>${pager}
 <table><thead><tr><th>Learner</th><th>Labs passed</th><th>Attempts</th><th>Last activity</th><th>Reference solution shown</th></tr></thead><tbody>${rows.join('')}</tbody></table>${pager}`;
 }
 

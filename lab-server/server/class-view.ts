@@ -14,9 +14,10 @@
  * secret (instructor-session.ts). Scripts may send `Authorization: Bearer <token>` instead.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { KafkaIqError } from '../../src/shared/errors.ts';
+import { describeError, KafkaIqError } from '../../src/shared/errors.ts';
 import { requestUrl } from './perimeter.ts';
 import type { AttemptStore } from './attempt-store.ts';
+import { MAX_ROSTER_ROWS } from './class-queries.ts';
 import { InstructorSessions, readCookie, SESSION_COOKIE } from './instructor-session.ts';
 import { CLASS_PATHS, CLASS_VIEW_PATH, escapeHtml, labsCsv, labsPage, learnerPage, rosterCsv, rosterPage, rosterQueryOf } from './class-view-pages.ts';
 
@@ -24,8 +25,6 @@ export { CLASS_VIEW_PATH, ROSTER_PAGE_SIZE } from './class-view-pages.ts';
 const SIGN_OUT_PATH = CLASS_PATHS.signOut;
 export const INSTRUCTOR_TOKEN_ENV = 'KAFKAIQ_INSTRUCTOR_TOKEN';
 const MIN_TOKEN_CHARS = 16;
-/** An export holds the whole class: at most this many learners (a class is far smaller). */
-const EXPORT_LIMIT = 20_000;
 /** A sign-in form body is the token and a few bytes of encoding. */
 const MAX_FORM_BYTES = 2048;
 
@@ -100,18 +99,23 @@ export function handleClassView(req: IncomingMessage, res: ServerResponse, conte
 }
 
 function renderPage(_req: IncomingMessage, res: ServerResponse, context: ClassViewContext, url: URL): void {
-  const { store } = context;
+  void classPage(res, context.store, url).catch((err: unknown) => {
+    if (!res.headersSent) sendPage(res, 500, 'Class view', `<p>The class could not be read: ${escapeHtml(describeError(err))}</p>`);
+  });
+}
+
+async function classPage(res: ServerResponse, store: AttemptStore, url: URL): Promise<void> {
   const path = url.pathname.replace(/\/+$/, '') || CLASS_VIEW_PATH;
   if (path === CLASS_VIEW_PATH) {
     const query = rosterQueryOf(url);
-    const labs = store.gradedLabs();
-    return sendPage(res, 200, 'Class view', rosterPage(store.classRoster(query), query, labs));
+    const [roster, labs] = await Promise.all([store.classRoster(query), store.gradedLabs()]);
+    return sendPage(res, 200, 'Class view', rosterPage(roster, query, labs));
   }
-  if (path === CLASS_PATHS.labs) return sendPage(res, 200, 'Class view: labs', labsPage(store.classLabs()));
-  if (path === CLASS_PATHS.rosterCsv) return sendCsv(res, 'roster.csv', rosterCsv(store.classRoster({ offset: 0, limit: EXPORT_LIMIT }).learners));
-  if (path === CLASS_PATHS.labsCsv) return sendCsv(res, 'labs.csv', labsCsv(store.classLabs()));
+  if (path === CLASS_PATHS.labs) return sendPage(res, 200, 'Class view: labs', labsPage(await store.classLabs()));
+  if (path === CLASS_PATHS.rosterCsv) return sendCsv(res, 'roster.csv', rosterCsv((await store.classRoster({ offset: 0, limit: MAX_ROSTER_ROWS })).learners));
+  if (path === CLASS_PATHS.labsCsv) return sendCsv(res, 'labs.csv', labsCsv(await store.classLabs()));
   const label = path.startsWith(CLASS_PATHS.learner) ? path.slice(CLASS_PATHS.learner.length) : null;
-  const learner = label !== null && /^[0-9a-f]{12}$/.test(label) ? store.classLearner(`learner ${label}`) : null;
+  const learner = label !== null && /^[0-9a-f]{12}$/.test(label) ? await store.classLearner(`learner ${label}`) : null;
   if (learner) return sendPage(res, 200, 'Class view: learner', learnerPage(learner));
   sendPage(res, 404, 'Not found', `<p>Nothing here: <a href="${CLASS_VIEW_PATH}">back to the class</a>.</p>`);
 }

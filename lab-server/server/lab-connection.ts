@@ -130,7 +130,7 @@ export class LabConnection {
             // The learner left (or pressed Stop) while waiting: give the slot on.
             if (this.disposed || this.stopWhileQueued) return;
             const report = await session.grade(message.lab, message.code, { quick: message.quick, seed: message.seed });
-            this.finishGrade(report, message.code);
+            await this.finishGrade(report, message.code);
           } finally {
             this.stopWhileQueued = false;
             release();
@@ -154,16 +154,16 @@ export class LabConnection {
         return this.send({ type: 'inspect-result', result });
       }
       case 'history':
-        return this.send({ type: 'history', ...(message.lab === undefined ? {} : { lab: message.lab }), ...this.deps.store.history(this.requireSessionId(), message.lab) });
+        return this.send({ type: 'history', ...(message.lab === undefined ? {} : { lab: message.lab }), ...(await this.deps.store.history(this.requireSessionId(), message.lab)) });
       case 'attempt': {
-        const attempt = this.deps.store.attempt(this.requireSessionId(), message.id);
+        const attempt = await this.deps.store.attempt(this.requireSessionId(), message.id);
         if (!attempt) throw new KafkaIqError('INVALID_INPUT', `No attempt ${message.id} in your history (see history).`);
         return this.send({ type: 'attempt', ...attempt });
       }
       case 'solution': {
         // Read first: a lab without a solution in that client must not record a reveal.
         const code = await readReferenceSolution(message.lab, message.client);
-        const reveal = this.deps.store.recordReveal(this.requireSessionId(), message.lab);
+        const reveal = await this.deps.store.recordReveal(this.requireSessionId(), message.lab);
         if (reveal === 'no-grade') {
           throw new KafkaIqError('INVALID_INPUT', 'The reference solution is shown after you have graded your own program in this lab: press Grade first.');
         }
@@ -179,9 +179,9 @@ export class LabConnection {
 
   private async hello(offered: string): Promise<void> {
     if (this.session || this.helloPending) throw new KafkaIqError('INVALID_INPUT', 'This connection already said hello');
-    const sessionId = this.deps.resolveLearner(offered);
     this.helloPending = true;
     try {
+      const sessionId = await this.deps.resolveLearner(offered);
       const previous = this.deps.claimSession(sessionId, this);
       this.sessionId = sessionId;
       if (previous) {
@@ -215,18 +215,18 @@ export class LabConnection {
     }
   }
 
-  private finishGrade(full: GradeReport, code: string): void {
+  private async finishGrade(full: GradeReport, code: string): Promise<void> {
     const report = boundReport(full);
     const sessionId = this.requireSessionId();
     try {
-      this.deps.store.save(sessionId, report, code);
+      await this.deps.store.save(sessionId, report, code);
     } catch (err) {
       // The learner still gets the report; only the history misses it.
       this.deps.log(`could not save the attempt of ${sessionId}: ${describeError(err)}`);
     }
     this.send({ type: 'report', report });
     try {
-      this.send({ type: 'history', ...this.deps.store.history(sessionId) });
+      this.send({ type: 'history', ...(await this.deps.store.history(sessionId)) });
     } catch (err) {
       this.deps.log(`could not read the history of ${sessionId}: ${describeError(err)}`);
     }

@@ -62,12 +62,12 @@ beforeAll(async () => {
   const store = openAttemptStore({ file: path.join(stateDir, 'attempts.sqlite') });
   const report = fakeReport('single-stage', { verdict: 'fail', quick: true });
   for (let i = 0; i < FAKE_LEARNERS; i++) {
-    store.save(`fake-graded-${i}`, report);
-    store.setDisplayName(`fake-graded-${i}`, `Fake ${i}`);
-    store.setDisplayName(`fake-nameonly-${i}`, `Ghost ${i}`);
+    await store.save(`fake-graded-${i}`, report);
+    await store.setDisplayName(`fake-graded-${i}`, `Fake ${i}`);
+    await store.setDisplayName(`fake-nameonly-${i}`, `Ghost ${i}`);
   }
-  store.save(GRADED, fakeReport('single-stage'));
-  store.close();
+  await store.save(GRADED, fakeReport('single-stage'));
+  await store.close();
   // Built if stale, as `npm start` does: the headers and redirects under test are the site's pages'.
   server = await startCourseServer(brokers, 'start', {
     // Its own attempt store (the fake class), the checkout's broker login.

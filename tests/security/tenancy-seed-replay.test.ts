@@ -31,9 +31,9 @@ describe('replaying a seed for credit', () => {
 
     // Quick grades never count; the same reports as full grades show the rule itself.
     const store = openAttemptStore({ file: path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'kiq-store-')), 'attempts.db') });
-    store.save('learner-a', { ...replayed, quick: false });
-    expect(store.history('learner-a').passedLabs).toEqual([]);
-    store.save('learner-a', { ...fresh, quick: false });
-    expect(store.history('learner-a').passedLabs).toEqual(['single-stage']);
+    await store.save('learner-a', { ...replayed, quick: false });
+    expect((await store.history('learner-a')).passedLabs).toEqual([]);
+    await store.save('learner-a', { ...fresh, quick: false });
+    expect((await store.history('learner-a')).passedLabs).toEqual(['single-stage']);
   }, 120_000);
 });

@@ -22,39 +22,40 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'kafkaiq-history-'));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 describe('attempt store: history with code', () => {
-  it('keeps the graded program with each attempt, numbers attempts per lab, and shows them only to their session', () => {
+  it('keeps the graded program with each attempt, numbers attempts per lab, and shows them only to their session', async () => {
     const store = openAttemptStore({ file: path.join(tmp, 'a.sqlite') });
-    const first = store.save('learner-one', fakeReport('single-stage', { verdict: 'fail' }), 'const v = 1;\n');
-    store.save('learner-one', fakeReport('copy'), 'copy();\n');
-    const second = store.save('learner-one', fakeReport('single-stage'), 'const v = 2;\n');
-    const history = store.history('learner-one', 'single-stage');
+    const first = (await store.save('learner-one', fakeReport('single-stage', { verdict: 'fail' }), 'const v = 1;\n'));
+    await store.save('learner-one', fakeReport('copy'), 'copy();\n');
+    const second = (await store.save('learner-one', fakeReport('single-stage'), 'const v = 2;\n'));
+    const history = await store.history('learner-one', 'single-stage');
     expect(history.attempts.map((a) => [a.id, a.n, a.verdict, a.hasCode])).toEqual([
       [second, 2, 'pass', true],
       [first, 1, 'fail', true],
     ]);
-    expect(store.attempt('learner-one', first)).toMatchObject({ code: 'const v = 1;\n', summary: { n: 1, lab: 'single-stage' }, report: { verdict: 'fail' } });
-    expect(store.attempt('learner-two', first)).toBeNull();
+    expect(await store.attempt('learner-one', first)).toMatchObject({ code: 'const v = 1;\n', summary: { n: 1, lab: 'single-stage' }, report: { verdict: 'fail' } });
+    expect(await store.attempt('learner-two', first)).toBeNull();
     // Saved without code (a CLI grade, an old caller): the report is kept, the program is not.
-    const noCode = store.save('learner-one', fakeReport('zombie'));
-    expect(store.attempt('learner-one', noCode)?.code).toBeNull();
-    expect(store.history('learner-one', 'zombie').attempts[0]?.hasCode).toBe(false);
-    store.close();
+    const noCode = await store.save('learner-one', fakeReport('zombie'));
+    expect((await store.attempt('learner-one', noCode))?.code).toBeNull();
+    expect((await store.history('learner-one', 'zombie')).attempts[0]?.hasCode).toBe(false);
+    await store.close();
   });
 
-  it(`keeps the program of the newest ${CODE_KEPT_PER_LAB} attempts of a lab only`, () => {
+  it(`keeps the program of the newest ${CODE_KEPT_PER_LAB} attempts of a lab only`, async () => {
     const store = openAttemptStore({ file: path.join(tmp, 'bound.sqlite') });
-    const ids = Array.from({ length: CODE_KEPT_PER_LAB + 3 }, (_, i) => store.save('learner-b', fakeReport('copy', { verdict: 'fail' }), `// attempt ${i}\n`));
-    store.save('learner-b', fakeReport('zombie'), 'other lab');
-    expect(store.attempt('learner-b', ids[0]!)?.code).toBeNull();
-    expect(store.attempt('learner-b', ids[2]!)?.code).toBeNull();
-    expect(store.attempt('learner-b', ids[3]!)?.code).toBe('// attempt 3\n');
-    expect(store.attempt('learner-b', ids.at(-1)!)?.code).toBe(`// attempt ${CODE_KEPT_PER_LAB + 2}\n`);
+    const ids: number[] = [];
+    for (let i = 0; i < CODE_KEPT_PER_LAB + 3; i++) ids.push(await store.save('learner-b', fakeReport('copy', { verdict: 'fail' }), `// attempt ${i}\n`));
+    await store.save('learner-b', fakeReport('zombie'), 'other lab');
+    expect((await store.attempt('learner-b', ids[0]!))?.code).toBeNull();
+    expect((await store.attempt('learner-b', ids[2]!))?.code).toBeNull();
+    expect((await store.attempt('learner-b', ids[3]!))?.code).toBe('// attempt 3\n');
+    expect((await store.attempt('learner-b', ids.at(-1)!))?.code).toBe(`// attempt ${CODE_KEPT_PER_LAB + 2}\n`);
     // The report of an attempt without its program is still there.
-    expect(store.attempt('learner-b', ids[0]!)?.report.lab).toBe('copy');
-    store.close();
+    expect((await store.attempt('learner-b', ids[0]!))?.report.lab).toBe('copy');
+    await store.close();
   });
 
-  it('migrates a store written before programs were kept', () => {
+  it('migrates a store written before programs were kept', async () => {
     const file = path.join(tmp, 'old.sqlite');
     // The schema of the first three migrations, with one attempt in it.
     const old = new DatabaseSync(file);
@@ -72,34 +73,34 @@ describe('attempt store: history with code', () => {
     );
     old.close();
     const store = openAttemptStore({ file });
-    const [attempt] = store.history('learner-old').attempts;
+    const [attempt] = (await store.history('learner-old')).attempts;
     expect(attempt).toMatchObject({ lab: 'copy', n: 1, hasCode: false });
-    expect(store.history('learner-old').passedLabs).toEqual(['copy']);
-    store.close();
+    expect((await store.history('learner-old')).passedLabs).toEqual(['copy']);
+    await store.close();
   });
 
-  it('records a reveal of the reference solution only after a grade, and whether it came before the first pass', () => {
+  it('records a reveal of the reference solution only after a grade, and whether it came before the first pass', async () => {
     const store = openAttemptStore({ file: path.join(tmp, 'reveal.sqlite') });
-    expect(store.recordReveal('learner-r', 'copy')).toBe('no-grade');
-    store.save('learner-r', fakeReport('copy', { verdict: 'fail' }), 'x');
-    expect(store.recordReveal('learner-r', 'copy')).toMatchObject({ lab: 'copy', beforePass: true });
+    expect(await store.recordReveal('learner-r', 'copy')).toBe('no-grade');
+    await store.save('learner-r', fakeReport('copy', { verdict: 'fail' }), 'x');
+    expect(await store.recordReveal('learner-r', 'copy')).toMatchObject({ lab: 'copy', beforePass: true });
     // A replayed seed is not a pass.
-    store.save('learner-r', fakeReport('copy', { replay: true }), 'x');
-    store.save('learner-r', fakeReport('single-stage'), 'y');
-    expect(store.recordReveal('learner-r', 'single-stage')).toMatchObject({ beforePass: false });
-    expect(store.history('learner-r', 'copy').reveals).toHaveLength(1);
-    expect(store.history('learner-r').reveals.map((r) => [r.lab, r.beforePass])).toEqual([
+    await store.save('learner-r', fakeReport('copy', { replay: true }), 'x');
+    await store.save('learner-r', fakeReport('single-stage'), 'y');
+    expect(await store.recordReveal('learner-r', 'single-stage')).toMatchObject({ beforePass: false });
+    expect((await store.history('learner-r', 'copy')).reveals).toHaveLength(1);
+    expect((await store.history('learner-r')).reveals.map((r) => [r.lab, r.beforePass])).toEqual([
       ['single-stage', false],
       ['copy', true],
     ]);
-    const [learner] = store.classRoster({ offset: 0, limit: 10 }).learners;
+    const [learner] = (await store.classRoster({ offset: 0, limit: 10 })).learners;
     expect(learner?.reveals.map((r) => r.lab)).toEqual(['single-stage', 'copy']);
-    store.close();
+    await store.close();
   });
 });
 
 describe('line diff', () => {
-  it('shows changed lines with three lines of context, and nothing for equal texts', () => {
+  it('shows changed lines with three lines of context, and nothing for equal texts', async () => {
     const before = Array.from({ length: 12 }, (_, i) => `line ${i}`).join('\n');
     const after = before.replace('line 5', 'LINE 5');
     expect(unifiedDiff(before, after, { old: 'attempt #1', new: 'your code' })).toEqual([
@@ -121,7 +122,7 @@ describe('line diff', () => {
 });
 
 describe('terminal commands of the history, sql and consume', () => {
-  it('parses history, history show|load|diff N, sql and a bounded consume', () => {
+  it('parses history, history show|load|diff N, sql and a bounded consume', async () => {
     expect(parseCommand('history')).toEqual({ kind: 'history', action: 'list' });
     expect(parseCommand('history diff 3')).toEqual({ kind: 'history', action: 'diff', n: 3 });
     expect(parseCommand('history load #2')).toEqual({ kind: 'history', action: 'load', n: 2 });
@@ -135,7 +136,7 @@ describe('terminal commands of the history, sql and consume', () => {
 });
 
 describe('lesson progress: a lab counts toward one lesson', () => {
-  it("gives each lab the lesson named after it, else the first in course order, and the others embed it for practice", () => {
+  it("gives each lab the lesson named after it, else the first in course order, and the others embed it for practice", async () => {
     const lessons = [
       { id: '10-1/03-consumer-isolation', order: 3, labs: ['single-stage'] },
       { id: '10-1/04-single-stage', order: 4, labs: ['single-stage', 'copy'] },
@@ -151,7 +152,7 @@ describe('lesson progress: a lab counts toward one lesson', () => {
 });
 
 describe('display names', () => {
-  it('accepts parentheses and still refuses a name that passes for another learner’s label', () => {
+  it('accepts parentheses and still refuses a name that passes for another learner’s label', async () => {
     expect(displayNameSchema.parse('Ada (evening class)')).toBe('Ada (evening class)');
     expect(displayNameSchema.safeParse('Ada (learner 1a2b3c4d)').success).toBe(false);
     expect(displayNameSchema.safeParse('<b>Ada</b>').success).toBe(false);

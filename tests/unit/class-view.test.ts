@@ -23,10 +23,10 @@ let server: LabServer;
 beforeAll(async () => {
   fs.mkdirSync(path.join(tmp, 'site'));
   store = openAttemptStore({ file: path.join(tmp, 'attempts.sqlite') });
-  store.save(ADA, fakeReport('single-stage', { verdict: 'fail', message: 'no-duplicates failed', checks: [{ name: 'no-duplicates', passed: false, summary: '3 duplicates', evidence: [] }] }));
-  store.save(ADA, fakeReport('single-stage'));
-  store.save(ADA, fakeReport('copy', { quick: true }), 'export default async function ada() {}');
-  store.save(ANON, fakeReport('zombie', { verdict: 'fail' }));
+  await store.save(ADA, fakeReport('single-stage', { verdict: 'fail', message: 'no-duplicates failed', checks: [{ name: 'no-duplicates', passed: false, summary: '3 duplicates', evidence: [] }] }));
+  await store.save(ADA, fakeReport('single-stage'));
+  await store.save(ADA, fakeReport('copy', { quick: true }), 'export default async function ada() {}');
+  await store.save(ANON, fakeReport('zombie', { verdict: 'fail' }));
   server = await createLabServer({
     port: 0,
     staticDir: path.join(tmp, 'site'),
@@ -40,7 +40,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await server.close();
-  store.close();
+  await store.close();
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
@@ -94,10 +94,10 @@ describe('the class view', () => {
   it('sorts and filters the roster, and shows per-lab figures', async () => {
     const byName = await (await get('/instructor?name=ada', { Authorization: `Bearer ${TOKEN}` })).text();
     expect(byName).toContain('Ada L.');
-    expect(byName).toContain('1 learner (1-1 here)');
+    expect(byName).toContain('1 learner with a grade (1-1 here)');
     const byLab = await (await get('/instructor?lab=zombie', { Authorization: `Bearer ${TOKEN}` })).text();
     expect(byLab).not.toContain('Ada L.');
-    expect(byLab).toContain('1 learner (1-1 here)');
+    expect(byLab).toContain('1 learner with a grade (1-1 here)');
     const mostAttempts = await (await get('/instructor?sort=attempts', { Authorization: `Bearer ${TOKEN}` })).text();
     expect(mostAttempts.indexOf('Ada L.')).toBeLessThan(mostAttempts.indexOf('<td><em>none yet</em></td><td>1</td>'));
     const labs = await (await get('/instructor/labs', { Authorization: `Bearer ${TOKEN}` })).text();
@@ -107,8 +107,8 @@ describe('the class view', () => {
   });
 
   it('exports the roster and the labs as CSV, a formula-like name made inert', async () => {
-    store.save('session-formula-0003', fakeReport('copy'));
-    store.setDisplayName('session-formula-0003', '=HYPERLINK("x")');
+    await store.save('session-formula-0003', fakeReport('copy'));
+    await store.setDisplayName('session-formula-0003', '=HYPERLINK("x")');
     const roster = await get('/instructor/roster.csv', { Authorization: `Bearer ${TOKEN}` });
     expect(roster.headers.get('content-type')).toMatch(/^text\/csv/);
     const text = await roster.text();

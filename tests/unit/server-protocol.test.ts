@@ -51,7 +51,7 @@ async function startServer() {
 
 async function stopServer() {
   await server.close();
-  store.close();
+  await store.close();
 }
 
 beforeAll(async () => {
@@ -303,20 +303,20 @@ describe('attempt store', () => {
   it('round-trips a report and keeps the history across a server restart', async () => {
     const sessionId = newSessionId();
     const report = fakeReport('fan-out', { verdict: 'fail', seed: 99, quick: true });
-    const id = store.save(sessionId, report);
-    store.save(sessionId, fakeReport('single-stage', { quick: true }));
-    expect(store.get(sessionId, id)).toEqual(report);
-    expect(store.get('someone-else-123', id)).toBeNull();
+    const id = await store.save(sessionId, report);
+    await store.save(sessionId, fakeReport('single-stage', { quick: true }));
+    expect(await store.get(sessionId, id)).toEqual(report);
+    expect(await store.get('someone-else-123', id)).toBeNull();
 
     await stopServer();
     await startServer();
 
-    const history = store.history(sessionId);
+    const history = await store.history(sessionId);
     expect(history.attempts.map((a) => a.lab)).toEqual(['single-stage', 'fan-out']);
     expect(history.attempts[1]).toMatchObject({ id, verdict: 'fail', seed: 99, quick: true, durationMs: 4321 });
     // A quick pass is a smoke test: it does not complete the lab.
     expect(history.passedLabs).toEqual([]);
-    expect(store.history(sessionId, 'fan-out').attempts).toHaveLength(1);
+    expect((await store.history(sessionId, 'fan-out')).attempts).toHaveLength(1);
 
     // The session id travels in a header; one in the query string is ignored.
     const as = (id: string) => ({ 'X-KafkaIQ-Session': id });

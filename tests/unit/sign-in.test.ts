@@ -203,7 +203,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await stopProvider();
   await server?.close();
-  store?.close();
+  await store?.close();
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
@@ -211,7 +211,7 @@ describe('sign-in with OpenID Connect', () => {
   it('signs a learner in at the provider; their anonymous work joins the account and follows it to another browser', async () => {
     const first = new Browser();
     const anonymous = 'anon-browser-one-0001';
-    store.save(anonymous, fakeReport('single-stage', { verdict: 'fail' }));
+    await store.save(anonymous, fakeReport('single-stage', { verdict: 'fail' }));
     expect(await me(first)).toEqual({ signInEnabled: true, account: null });
     const landed = await signIn(first, 'ada-lovelace');
     expect(landed.url).toBe(`${site()}/lessons/`);
@@ -227,7 +227,7 @@ describe('sign-in with OpenID Connect', () => {
     // The anonymous id alone now holds nothing, and the account's own id is worth nothing without its cookie.
     const alone = (await (await fetch(`${site()}/api/attempts`, { headers: { 'X-KafkaIQ-Session': anonymous } })).json()) as { attempts: unknown[] };
     expect(alone.attempts).toHaveLength(0);
-    const accountId = store.classRoster({ offset: 0, limit: 10 }).learners.find((l) => l.displayName === 'Ada Lovelace');
+    const accountId = (await store.classRoster({ offset: 0, limit: 10 })).learners.find((l) => l.displayName === 'Ada Lovelace');
     expect(accountId).toBeDefined();
     // The workbench's WebSocket is the account's too: its hello's anonymous id is replaced.
     expect(await welcomedAs(first, 'anon-browser-three-0004')).toMatch(/^acct_[A-Za-z0-9_-]{40}$/);

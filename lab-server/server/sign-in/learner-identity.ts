@@ -9,12 +9,12 @@ import { KafkaIqError } from '../../../src/shared/errors.ts';
 import type { AttemptStore } from '../attempt-store.ts';
 import type { SignedInAccount } from './oidc.ts';
 
-export type ResolveLearner = (offered: string) => string;
+export type ResolveLearner = (offered: string) => Promise<string>;
 
 export function learnerResolver(account: SignedInAccount | null, store: Pick<AttemptStore, 'adopt'>): ResolveLearner {
-  return (offered) => {
+  return async (offered) => {
     if (account) {
-      if (!offered.startsWith(ACCOUNT_LEARNER_PREFIX)) store.adopt(offered, account.learner);
+      if (!offered.startsWith(ACCOUNT_LEARNER_PREFIX)) await store.adopt(offered, account.learner);
       return account.learner;
     }
     if (offered.startsWith(ACCOUNT_LEARNER_PREFIX)) throw new KafkaIqError('INVALID_INPUT', 'This work belongs to a signed-in account: sign in again to reach it.');

@@ -197,7 +197,7 @@ export class OidcSignIn {
     const refusal = this.refusal(claims);
     if (refusal) return this.fail(res, 403, refusal);
     const account = this.accountOf(claims);
-    this.nameInClass(account);
+    await this.nameInClass(account);
     res.writeHead(303, {
       Location: signIn.returnTo,
       'Set-Cookie': [sealedCookie(ACCOUNT_COOKIE, this.accounts.seal(account, ACCOUNT_TTL_MS), '/', ACCOUNT_TTL_MS, secure), clearCookie(SIGN_IN_COOKIE, '/auth', secure)],
@@ -233,11 +233,11 @@ export class OidcSignIn {
   }
 
   /** The class view shows the provider's name; two alike get the account's short label too. */
-  private nameInClass(account: SignedInAccount): void {
+  private async nameInClass(account: SignedInAccount): Promise<void> {
     const name = account.name.slice(0, MAX_DISPLAY_NAME_CHARS);
     try {
-      if (this.store.setDisplayName(account.learner, name) === 'taken') {
-        this.store.setDisplayName(account.learner, `${name.slice(0, MAX_DISPLAY_NAME_CHARS - 9)} (${account.learner.slice(5, 11)})`);
+      if ((await this.store.setDisplayName(account.learner, name)) === 'taken') {
+        await this.store.setDisplayName(account.learner, `${name.slice(0, MAX_DISPLAY_NAME_CHARS - 9)} (${account.learner.slice(5, 11)})`);
       }
     } catch (err) {
       // A name the class view cannot show (the store refused it) does not stop the sign-in.
