@@ -13,6 +13,7 @@ import { displayNameKey } from '../../src/shared/class-view.ts';
 import type { AttemptSummary, SolutionReveal } from '../../src/shared/messages.ts';
 import { gradeReportSchema, type GradeReport } from '../../src/shared/report.ts';
 import { parseWithFriendlyErrors } from '../../src/shared/validate.ts';
+import { abandonedGradeReport, type GradeInFlight } from './grades-in-flight.ts';
 import { classQueries, type LabFigures, type LearnerDetail, type RosterPage, type RosterQuery } from './class-queries.ts';
 
 export const DEFAULT_ATTEMPTS_FILE = path.join(STATE_DIR, 'attempts.sqlite');
@@ -73,6 +74,14 @@ export interface AttemptStore {
   /** The labs anybody graded. */
   gradedLabs(): Promise<string[]>;
   history(sessionId: string, lab?: string): Promise<AttemptHistory>;
+  /** Records a grade this server has begun (grades-in-flight.ts); returns its id. */
+  gradeStarted(sessionId: string, grade: Omit<GradeInFlight, 'id'>): Promise<number>;
+  /** This server is still running these grades. */
+  gradesAlive(ids: number[]): Promise<void>;
+  /** The grade ended (its report saved, or it was stopped). */
+  gradeEnded(id: number): Promise<void>;
+  /** The learner's grades untouched for `staleMs` become attempts with the verdict error; returns how many. */
+  reapAbandonedGrades(sessionId: string, staleMs: number): Promise<number>;
   /** One full report, only if it belongs to this session. */
   get(sessionId: string, attemptId: number): Promise<GradeReport | null>;
   /** One attempt with its report and code, only if it belongs to this session. */
@@ -134,6 +143,18 @@ const MIGRATIONS: readonly string[] = [
      failed_checks = (SELECT json_group_array(json_extract(c.value, '$.name')) FROM json_each(attempts.report, '$.checks') c WHERE json_extract(c.value, '$.passed') = 0);
    -- Covering: the figures are read from this index alone, never from rows that carry whole reports and programs.
    CREATE INDEX attempts_figures ON attempts (session_id, lab, id, verdict, quick, replay, created_at, failed_checks);`,
+  // Grades under way, touched by their server (alive_at, ms since the epoch) while it runs them.
+  `CREATE TABLE grades_in_flight (
+     id         INTEGER PRIMARY KEY AUTOINCREMENT,
+     session_id TEXT    NOT NULL,
+     lab        TEXT    NOT NULL,
+     quick      INTEGER NOT NULL,
+     seed       INTEGER,
+     server     TEXT    NOT NULL,
+     started_at TEXT    NOT NULL,
+     alive_at   INTEGER NOT NULL
+   );
+   CREATE INDEX grades_in_flight_by_session ON grades_in_flight (session_id);`,
 ];
 
 interface AttemptRow {
@@ -216,7 +237,31 @@ export function openAttemptStore(options: { file?: string } = {}): AttemptStore 
   const moveAttempts = db.prepare(`UPDATE attempts SET session_id = ? WHERE session_id = ?`);
   const moveReveals = db.prepare(`UPDATE reveals SET session_id = ? WHERE session_id = ?`);
 
+  const startGrade = db.prepare(`INSERT INTO grades_in_flight (session_id, lab, quick, seed, server, started_at, alive_at) VALUES (?, ?, ?, ?, ?, ?, ?)`);
+  const touchGrade = db.prepare(`UPDATE grades_in_flight SET alive_at = ? WHERE id = ?`);
+  const endGrade = db.prepare(`DELETE FROM grades_in_flight WHERE id = ?`);
+  const staleGrades = db.prepare(`SELECT id, lab, quick, seed, server, started_at FROM grades_in_flight WHERE session_id = ? AND alive_at < ?`);
+
   const store: Immediate<AttemptStore> = {
+    gradeStarted(sessionId, grade) {
+      return Number(startGrade.run(sessionId, grade.lab, grade.quick ? 1 : 0, grade.seed, grade.server, grade.startedAt, Date.now()).lastInsertRowid);
+    },
+    gradesAlive(ids) {
+      const now = Date.now();
+      for (const id of ids) touchGrade.run(now, id);
+    },
+    gradeEnded(id) {
+      endGrade.run(id);
+    },
+    reapAbandonedGrades(sessionId, staleMs) {
+      const rows = staleGrades.all(sessionId, Date.now() - staleMs) as unknown as Array<{ id: number; lab: string; quick: 0 | 1; seed: number | null; server: string; started_at: string }>;
+      for (const row of rows) {
+        // Deleted first: of two servers reaping at once, only the one that deletes it records it.
+        if (Number(endGrade.run(row.id).changes) === 0) continue;
+        store.save(sessionId, abandonedGradeReport({ id: row.id, lab: row.lab, quick: row.quick === 1, seed: row.seed, server: row.server, startedAt: row.started_at }));
+      }
+      return rows.length;
+    },
     adopt(from, to) {
       // Asked on every request of a signed-in browser: a read, unless there is something to move.
       if (from === to || !holdsAnything.get(from, from)) return 0;

@@ -12,6 +12,8 @@ import type { GradeReport } from '../../src/shared/report.ts';
 import type { GradeQueue, MessageRate } from './admission.ts';
 import type { AttemptStore } from './attempt-store.ts';
 import type { ResolveLearner } from './sign-in/learner-identity.ts';
+import { ABANDONED_AFTER_MS, type ServerGrades } from './grades-in-flight.ts';
+import { bestEffort } from '../core/best-effort.ts';
 import type { LearnerQuotas } from './learner-quotas.ts';
 import { boundReport } from './bounded-report.ts';
 import { readReferenceSolution } from './reference-solution.ts';
@@ -41,6 +43,8 @@ export interface ConnectionDeps {
   /** Runs and grades per learner, and who this connection's learner is (their address). */
   quotas: LearnerQuotas;
   learner: string;
+  /** This server's grades under way, recorded in the store (grades-in-flight.ts). */
+  inFlight: ServerGrades;
   /** Whose work this connection's hello names: the signed-in account's, or the browser's own id (sign-in/learner-identity.ts). */
   resolveLearner: ResolveLearner;
   log: (line: string) => void;
@@ -129,8 +133,14 @@ export class LabConnection {
           try {
             // The learner left (or pressed Stop) while waiting: give the slot on.
             if (this.disposed || this.stopWhileQueued) return;
-            const report = await session.grade(message.lab, message.code, { quick: message.quick, seed: message.seed });
-            await this.finishGrade(report, message.code);
+            // Recorded while it runs: if this server dies, the learner's next hello anywhere says so.
+            const inFlight = await this.deps.inFlight.start(this.requireSessionId(), { lab: message.lab, quick: message.quick, seed: message.seed ?? null });
+            try {
+              const report = await session.grade(message.lab, message.code, { quick: message.quick, seed: message.seed });
+              await this.finishGrade(report, message.code);
+            } finally {
+              await this.deps.inFlight.end(inFlight);
+            }
           } finally {
             this.stopWhileQueued = false;
             release();
@@ -182,6 +192,8 @@ export class LabConnection {
     this.helloPending = true;
     try {
       const sessionId = await this.deps.resolveLearner(offered);
+      // A grade of this learner whose server died becomes an attempt with the verdict error.
+      await bestEffort('look for grades abandoned by a stopped server', () => this.deps.store.reapAbandonedGrades(sessionId, ABANDONED_AFTER_MS), this.deps.log);
       const previous = this.deps.claimSession(sessionId, this);
       this.sessionId = sessionId;
       if (previous) {

@@ -18,6 +18,7 @@ import { Perimeter } from './perimeter.ts';
 import { createStaticHandler } from './static-files.ts';
 import { SIGN_IN_PATHS, type AccountStatus } from '../../src/shared/account.ts';
 import type { OidcSignIn } from './sign-in/oidc.ts';
+import { ServerGrades } from './grades-in-flight.ts';
 import { learnerResolver, type ResolveLearner } from './sign-in/learner-identity.ts';
 
 export type { ClusterInfo, CreateSession } from './lab-connection.ts';
@@ -89,6 +90,7 @@ export async function createLabServer(options: LabServerOptions): Promise<LabSer
   const nameChanges = { perSession: new KeyedRate(5, 2), perLearner: new KeyedRate(20, 10) };
   const sessions = options.instructorToken === undefined ? undefined : new InstructorSessions(options.instructorToken);
   const signIn = options.signIn;
+  const inFlight = new ServerGrades(options.store, log);
   // Known once the server listens (its port is part of its origins); nothing is served before.
   let perimeter!: Perimeter;
 
@@ -136,6 +138,7 @@ export async function createLabServer(options: LabServerOptions): Promise<LabSer
       quotas,
       learner,
       resolveLearner,
+      inFlight,
       log,
       claimSession(sessionId, claimer) {
         const previous = bySession.get(sessionId);

@@ -13,6 +13,7 @@ import type { AttemptSummary, SolutionReveal } from '../../src/shared/messages.t
 import { gradeReportSchema, type GradeReport } from '../../src/shared/report.ts';
 import { parseWithFriendlyErrors } from '../../src/shared/validate.ts';
 import { CODE_KEPT_PER_LAB, HISTORY_LIMIT, type AttemptStore } from './attempt-store.ts';
+import { abandonedGradeReport } from './grades-in-flight.ts';
 import { LEARNER_ATTEMPTS_LIMIT, learnerLabel, MAX_ROSTER_ROWS, type LabFigures, type RosterQuery, type RosterSort } from './class-queries.ts';
 
 export const DATABASE_URL_ENV = 'KAFKAIQ_DATABASE_URL';
@@ -49,6 +50,17 @@ const MIGRATIONS: readonly string[] = [
      before_pass BOOLEAN     NOT NULL
    );
    CREATE INDEX reveals_by_session ON reveals (session_id, lab, id);`,
+  `CREATE TABLE grades_in_flight (
+     id         BIGSERIAL PRIMARY KEY,
+     session_id TEXT        NOT NULL,
+     lab        TEXT        NOT NULL,
+     quick      BOOLEAN     NOT NULL,
+     seed       BIGINT,
+     server     TEXT        NOT NULL,
+     started_at TIMESTAMPTZ NOT NULL,
+     alive_at   TIMESTAMPTZ NOT NULL DEFAULT now()
+   );
+   CREATE INDEX grades_in_flight_by_session ON grades_in_flight (session_id);`,
 ];
 
 const PASSED = `verdict = 'pass' AND NOT quick AND NOT replay`;
@@ -124,6 +136,34 @@ export async function openPostgresAttemptStore(url: string): Promise<AttemptStor
     (await q<AttemptRow & { report: unknown; code: string | null }>(`SELECT * FROM (SELECT ${columns}, report, code FROM attempts WHERE session_id = $1) t WHERE id = $2`, [sessionId, attemptId]))[0];
 
   const store: AttemptStore = {
+    async gradeStarted(sessionId, grade) {
+      const [row] = await q<{ id: string }>(`INSERT INTO grades_in_flight (session_id, lab, quick, seed, server, started_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`, [
+        sessionId,
+        grade.lab,
+        grade.quick,
+        grade.seed,
+        grade.server,
+        grade.startedAt,
+      ]);
+      return Number(row!.id);
+    },
+    async gradesAlive(ids) {
+      if (ids.length) await q(`UPDATE grades_in_flight SET alive_at = now() WHERE id = ANY($1::bigint[])`, [ids]);
+    },
+    async gradeEnded(id) {
+      await q(`DELETE FROM grades_in_flight WHERE id = $1`, [id]);
+    },
+    async reapAbandonedGrades(sessionId, staleMs) {
+      // Deleted and returned in one statement: of two servers reaping at once, each row goes to one.
+      const rows = await q<{ id: string; lab: string; quick: boolean; seed: string | null; server: string; started_at: Date }>(
+        `DELETE FROM grades_in_flight WHERE session_id = $1 AND alive_at < now() - make_interval(secs => $2) RETURNING id, lab, quick, seed, server, started_at`,
+        [sessionId, staleMs / 1000],
+      );
+      for (const row of rows) {
+        await store.save(sessionId, abandonedGradeReport({ id: Number(row.id), lab: row.lab, quick: row.quick, seed: row.seed === null ? null : Number(row.seed), server: row.server, startedAt: iso(row.started_at) }));
+      }
+      return rows.length;
+    },
     async save(sessionId, report, code) {
       return inTransaction(async (client) => {
         const failed = report.checks.filter((c) => !c.passed).map((c) => c.name);

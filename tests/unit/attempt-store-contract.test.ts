@@ -125,4 +125,25 @@ describe.each(engines)('the attempt store on %s', (engine, make) => {
     expect(await two.gradedLabs()).toEqual(['single-stage', 'zombie']);
     await Promise.all([one.close(), two.close()]);
   });
+
+  it.runIf(ready())("turns a grade whose server stopped touching it into an error attempt, once, whichever server finds it", async () => {
+    const { open } = await make();
+    const [one, two] = [await open(), await open()];
+    const grade = { lab: 'single-stage', quick: false, seed: 42, server: 'lab-a/123', startedAt: new Date().toISOString() };
+    const alive = await one.gradeStarted('learner-g', grade);
+    const dead = await one.gradeStarted('learner-g', { ...grade, lab: 'copy' });
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    await one.gradesAlive([alive]);
+    // Both servers look at once: the untouched grade becomes one attempt, the touched one is left alone.
+    const reaped = await Promise.all([one.reapAbandonedGrades('learner-g', 40), two.reapAbandonedGrades('learner-g', 40)]);
+    expect(reaped.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(1);
+    const history = await two.history('learner-g');
+    expect(history.attempts.map((a) => [a.lab, a.verdict])).toEqual([['copy', 'error']]);
+    expect((await two.get('learner-g', history.attempts[0]!.id))?.message).toMatch(/^The lab server grading this \(lab-a\/123\) stopped before the grade finished/);
+    await one.gradeEnded(alive);
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    expect(await two.reapAbandonedGrades('learner-g', 40)).toBe(0);
+    expect(dead).not.toBe(alive);
+    await Promise.all([one.close(), two.close()]);
+  });
 });
