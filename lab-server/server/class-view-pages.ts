@@ -33,7 +33,7 @@ export function rosterQueryOf(url: URL): RosterQuery & { page: number } {
 
 function nav(current: 'roster' | 'labs' | 'learner'): string {
   const item = (key: 'roster' | 'labs', href: string, text: string) => (key === current ? `<strong>${text}</strong>` : `<a href="${href}">${text}</a>`);
-  return `<nav class="top">${item('roster', CLASS_PATHS.roster, 'Learners')} · ${item('labs', CLASS_PATHS.labs, 'Labs')} · export <a href="${CLASS_PATHS.rosterCsv}">roster.csv</a>, <a href="${CLASS_PATHS.labsCsv}">labs.csv</a>
+  return `<nav class="top" aria-label="Class view">${item('roster', CLASS_PATHS.roster, 'Learners')} · ${item('labs', CLASS_PATHS.labs, 'Labs')} · export <a href="${CLASS_PATHS.rosterCsv}">roster.csv</a>, <a href="${CLASS_PATHS.labsCsv}">labs.csv</a>
 <form method="post" action="${CLASS_PATHS.signOut}"><button type="submit">Sign out</button></form></nav>`;
 }
 
@@ -51,7 +51,8 @@ export function rosterPage(roster: RosterPage, query: RosterQuery & { page: numb
 <button type="submit">Show</button></form>`;
   const kept = new URLSearchParams({ ...(query.name ? { name: query.name } : {}), ...(query.lab ? { lab: query.lab } : {}), ...(query.sort ? { sort: query.sort } : {}) });
   const link = (n: number, text: string) => `<a href="${CLASS_PATHS.roster}?${new URLSearchParams([...kept, ['page', String(n)]])}">${text}</a>`;
-  const pager = `<nav>Page ${query.page} of ${pages}${query.page > 1 ? ` · ${link(query.page - 1, 'previous')}` : ''}${query.page < pages ? ` · ${link(query.page + 1, 'next')}` : ''}</nav>`;
+  const pager = (where: string) =>
+    `<nav aria-label="Pages (${where})">Page ${query.page} of ${pages}${query.page > 1 ? ` · ${link(query.page - 1, 'previous')}` : ''}${query.page < pages ? ` · ${link(query.page + 1, 'next')}` : ''}</nav>`;
   if (roster.total === 0) return `${nav('roster')}${filters}<p>No learner ${kept.size ? 'matches these filters' : 'has graded a lab yet'}.</p>`;
   if (roster.learners.length === 0) return `${nav('roster')}${filters}<p>Page ${query.page} is past the last page (${pages}): ${link(pages, `go to page ${pages}`)}.</p>`;
   const rows = roster.learners.map((learner) => {
@@ -59,8 +60,8 @@ export function rosterPage(roster: RosterPage, query: RosterQuery & { page: numb
     return `<tr><td><a href="${learnerHref(learner.label)}">${learnerName(learner)}</a></td><td>${passed}</td><td>${learner.attempts}</td><td>${escapeHtml(learner.lastActivity)}</td><td>${revealsCell(learner.reveals)}</td></tr>`;
   });
   const first = query.offset + 1;
-  return `${nav('roster')}${filters}<p>${roster.total} learner${roster.total === 1 ? '' : 's'} with a grade (${first}-${first + roster.learners.length - 1} here). Passed means a passing full grade.</p>${pager}
-<table><thead><tr><th>Learner</th><th>Labs passed</th><th>Attempts</th><th>Last activity</th><th>Reference solution shown</th></tr></thead><tbody>${rows.join('')}</tbody></table>${pager}`;
+  return `${nav('roster')}${filters}<p>${roster.total} learner${roster.total === 1 ? '' : 's'} with a grade (${first}-${first + roster.learners.length - 1} here). Passed means a passing full grade.</p>${pager('top')}
+<table><thead><tr><th>Learner</th><th>Labs passed</th><th>Attempts</th><th>Last activity</th><th>Reference solution shown</th></tr></thead><tbody>${rows.join('')}</tbody></table>${pager('bottom')}`;
 }
 
 function revealsCell(reveals: LearnerDetail['reveals']): string {

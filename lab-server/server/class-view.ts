@@ -173,5 +173,5 @@ function sendPage(res: ServerResponse, status: number, title: string, body: stri
   });
   res.end(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${title} | KafkaIQ</title>
 <style>body{font:15px/1.5 system-ui,sans-serif;margin:2rem;max-width:80rem}table{border-collapse:collapse;width:100%}th,td{border-bottom:1px solid #ccc;padding:.4rem;text-align:left;vertical-align:top}pre{font-size:12px;white-space:pre-wrap;background:#f6f6f6;padding:.5rem}nav.top{display:flex;gap:.5rem;align-items:center;flex-wrap:wrap}nav.top form{margin-left:auto}.filters{display:flex;gap:1rem;flex-wrap:wrap;align-items:end;margin:1rem 0}section{border-top:1px solid #ddd;margin-top:1rem}h3{font-size:1rem}small{color:#666}.kiq-report-pass{color:#1c7a35}.kiq-report-fail{color:#b3261e}.kiq-report-warn{color:#8a6100}.kiq-report-dim{color:#666}.kiq-report-strong{font-weight:bold}</style>
-</head><body><h1>${title}</h1>${body}</body></html>`);
+</head><body><main><h1>${title}</h1>${body}</main></body></html>`);
 }
