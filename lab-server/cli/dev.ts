@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ClusterPool } from '../broker/cluster-pool.ts';
 import { describeError, KafkaIqError } from '../../src/shared/errors.ts';
+import { PROGRESS_PATH } from '../../src/shared/progress.ts';
 import { LABS_DIR, ROOT_DIR } from '../core/paths.ts';
 import { forgetLab, loadLab } from '../labs/load-lab.ts';
 import { ATTEMPTS_API_PREFIX } from '../server/attempts-api.ts';
@@ -44,6 +45,8 @@ async function main(): Promise<void> {
           [WS_PATH]: { target: labServer.url, ws: true },
           [ATTEMPTS_API_PREFIX]: { target: labServer.url },
           [CLASS_VIEW_PATH]: { target: labServer.url },
+          [PROGRESS_PATH]: { target: labServer.url },
+          '/auth': { target: labServer.url },
         },
       },
     },

@@ -11,6 +11,7 @@ import { displayNameKey } from '../../src/shared/class-view.ts';
 import type { AttemptSummary, SolutionReveal } from '../../src/shared/messages.ts';
 import { gradeReportSchema, type GradeReport } from '../../src/shared/report.ts';
 import { parseWithFriendlyErrors } from '../../src/shared/validate.ts';
+import { progressReportSchema, type ProgressReport } from '../../src/shared/progress.ts';
 import { abandonedGradeReport, type GradeInFlight } from './grades-in-flight.ts';
 import { fillNameKeys, migrate } from './sqlite-schema.ts';
 import { classQueries, type LabFigures, type LearnerDetail, type RosterPage, type RosterQuery } from './class-queries.ts';
@@ -72,6 +73,8 @@ export interface AttemptStore {
   classLabs(): Promise<LabFigures[]>;
   /** The labs anybody graded. */
   gradedLabs(): Promise<string[]>;
+  /** Keeps the lesson progress the learner's browser last reported (src/shared/progress.ts). */
+  saveProgress(sessionId: string, report: ProgressReport): Promise<void>;
   history(sessionId: string, lab?: string): Promise<AttemptHistory>;
   /** Records a grade this server has begun (grades-in-flight.ts); returns its id. */
   gradeStarted(sessionId: string, grade: Omit<GradeInFlight, 'id'>): Promise<number>;
@@ -171,8 +174,20 @@ export function openAttemptStore(options: { file?: string } = {}): AttemptStore 
   );
   const nameOwner = db.prepare(`SELECT session_id FROM learners WHERE name_key = ?`);
   const deleteName = db.prepare(`DELETE FROM learners WHERE session_id = ?`);
-  const classView = classQueries(db, (sessionId) => reveals(sessionId));
-  const holdsAnything = db.prepare(`SELECT 1 FROM attempts WHERE session_id = ? UNION ALL SELECT 1 FROM reveals WHERE session_id = ? LIMIT 1`);
+  const upsertProgress = db.prepare(
+    `INSERT INTO progress (session_id, report, lessons_complete, updated_at) VALUES (?, ?, ?, ?)
+     ON CONFLICT (session_id) DO UPDATE SET report = excluded.report, lessons_complete = excluded.lessons_complete, updated_at = excluded.updated_at`,
+  );
+  const progressOf = db.prepare(`SELECT report FROM progress WHERE session_id = ?`);
+  const moveProgress = db.prepare(`UPDATE OR IGNORE progress SET session_id = ? WHERE session_id = ?`);
+  const dropProgress = db.prepare(`DELETE FROM progress WHERE session_id = ?`);
+  const classView = classQueries(db, (sessionId) => reveals(sessionId), (sessionId) => {
+    const row = progressOf.get(sessionId) as { report: string } | undefined;
+    return row ? parseWithFriendlyErrors(progressReportSchema, JSON.parse(row.report), 'Stored progress', 'INTERNAL') : null;
+  });
+  const holdsAnything = db.prepare(
+    `SELECT 1 FROM attempts WHERE session_id = ? UNION ALL SELECT 1 FROM reveals WHERE session_id = ? UNION ALL SELECT 1 FROM progress WHERE session_id = ? LIMIT 1`,
+  );
   const moveAttempts = db.prepare(`UPDATE attempts SET session_id = ? WHERE session_id = ?`);
   const moveReveals = db.prepare(`UPDATE reveals SET session_id = ? WHERE session_id = ?`);
 
@@ -203,11 +218,14 @@ export function openAttemptStore(options: { file?: string } = {}): AttemptStore 
     },
     adopt(from, to) {
       // Asked on every request of a signed-in browser: a read, unless there is something to move.
-      if (from === to || !holdsAnything.get(from, from)) return 0;
+      if (from === to || !holdsAnything.get(from, from, from)) return 0;
       db.exec('BEGIN IMMEDIATE');
       try {
         const moved = Number(moveAttempts.run(to, from).changes);
         moveReveals.run(to, from);
+        // The account's own progress, when it has some, stays: this browser reports its own again.
+        moveProgress.run(to, from);
+        dropProgress.run(from);
         deleteName.run(from);
         db.exec('COMMIT');
         return moved;
@@ -280,6 +298,9 @@ export function openAttemptStore(options: { file?: string } = {}): AttemptStore 
     classRoster: (query) => classView.roster(query),
     classLearner: (label) => classView.learner(label),
     classLabs: () => classView.labs(),
+    saveProgress(sessionId, report) {
+      upsertProgress.run(sessionId, JSON.stringify(report), Object.values(report.lessons).filter((l) => l.complete).length, new Date().toISOString());
+    },
     gradedLabs: () => classView.labNames(),
     get(sessionId, attemptId) {
       const row = one.get(attemptId, sessionId) as { report: string } | undefined;

@@ -10,6 +10,7 @@ import { displayNameKey } from '../../src/shared/class-view.ts';
 import { gradeReportSchema, type GradeReport } from '../../src/shared/report.ts';
 import { parseWithFriendlyErrors } from '../../src/shared/validate.ts';
 import type { SolutionReveal } from '../../src/shared/messages.ts';
+import type { ProgressReport } from '../../src/shared/progress.ts';
 
 export const ROSTER_SORTS = ['name', 'attempts', 'passed', 'last'] as const;
 export type RosterSort = (typeof ROSTER_SORTS)[number];
@@ -36,6 +37,8 @@ export interface RosterLearner {
   lastActivity: string;
   /** Reference solutions the learner was shown, newest first (beforePass: before their first pass of that lab). */
   reveals: SolutionReveal[];
+  /** Lessons complete, as their browser last reported (0: nothing reported). */
+  lessonsComplete: number;
 }
 
 export interface RosterPage {
@@ -57,6 +60,8 @@ export interface LearnerDetail {
   displayName: string | null;
   attempts: LearnerAttempt[];
   reveals: SolutionReveal[];
+  /** Their lesson progress as their browser last reported it, or null. */
+  progress: ProgressReport | null;
 }
 
 export interface LabFigures {
@@ -86,7 +91,7 @@ export const MAX_ROSTER_ROWS = 20_000;
 /** One learner's page lists at most this many attempts (newest first). */
 export const LEARNER_ATTEMPTS_LIMIT = 200;
 
-export function classQueries(db: DatabaseSync, reveals: (sessionId: string) => SolutionReveal[]) {
+export function classQueries(db: DatabaseSync, reveals: (sessionId: string) => SolutionReveal[], progress: (sessionId: string) => ProgressReport | null) {
   const passedLabs = db.prepare(`SELECT DISTINCT lab FROM attempts WHERE session_id = ? AND ${PASSED} ORDER BY lab`);
   const summaries = `SELECT session_id, COUNT(*) AS attempts, MAX(created_at) AS last_at, COUNT(DISTINCT CASE WHEN ${PASSED} THEN lab END) AS passed
       FROM attempts WHERE (:lab = '' OR session_id IN (SELECT session_id FROM attempts WHERE lab = :lab)) GROUP BY session_id`;
@@ -95,7 +100,8 @@ export function classQueries(db: DatabaseSync, reveals: (sessionId: string) => S
     ROSTER_SORTS.map((sort) => [
       sort,
       db.prepare(
-        `SELECT s.session_id, l.display_name, s.attempts, s.last_at FROM (${summaries}) s LEFT JOIN learners l ON l.session_id = s.session_id
+        `SELECT s.session_id, l.display_name, s.attempts, s.last_at, COALESCE(p.lessons_complete, 0) AS lessons_complete
+           FROM (${summaries}) s LEFT JOIN learners l ON l.session_id = s.session_id LEFT JOIN progress p ON p.session_id = s.session_id
           ${filter} ORDER BY ${ORDER[sort]} LIMIT :limit OFFSET :offset`,
       ),
     ]),
@@ -131,7 +137,7 @@ export function classQueries(db: DatabaseSync, reveals: (sessionId: string) => S
       };
       const { limit, offset, ...counted } = params;
       const total = Number((rosterSize.get(counted) as { n: number }).n);
-      const rows = rosterBySort[query.sort ?? 'name'].all(params) as unknown as Array<{ session_id: string; display_name: string | null; attempts: number; last_at: string }>;
+      const rows = rosterBySort[query.sort ?? 'name'].all(params) as unknown as Array<{ session_id: string; display_name: string | null; attempts: number; last_at: string; lessons_complete: number }>;
       return {
         total,
         learners: rows.map((row) => ({
@@ -141,6 +147,7 @@ export function classQueries(db: DatabaseSync, reveals: (sessionId: string) => S
           passedLabs: (passedLabs.all(row.session_id) as unknown as Array<{ lab: string }>).map((r) => r.lab),
           lastActivity: row.last_at,
           reveals: reveals(row.session_id),
+          lessonsComplete: Number(row.lessons_complete),
         })),
       };
     },
@@ -155,6 +162,7 @@ export function classQueries(db: DatabaseSync, reveals: (sessionId: string) => S
         displayName: (nameOf.get(id) as { display_name: string } | undefined)?.display_name ?? null,
         attempts: rows.map((r) => ({ id: r.id, at: r.created_at, code: r.code, report: parseWithFriendlyErrors(gradeReportSchema, JSON.parse(r.report), `Stored attempt ${r.id}`, 'INTERNAL') })),
         reveals: reveals(id),
+        progress: progress(id),
       };
     },
 

@@ -57,11 +57,11 @@ export function rosterPage(roster: RosterPage, query: RosterQuery & { page: numb
   if (roster.learners.length === 0) return `${nav('roster')}${filters}<p>Page ${query.page} is past the last page (${pages}): ${link(pages, `go to page ${pages}`)}.</p>`;
   const rows = roster.learners.map((learner) => {
     const passed = learner.passedLabs.length ? learner.passedLabs.map(escapeHtml).join(', ') : '<em>none yet</em>';
-    return `<tr><td><a href="${learnerHref(learner.label)}">${learnerName(learner)}</a></td><td>${passed}</td><td>${learner.attempts}</td><td>${escapeHtml(learner.lastActivity)}</td><td>${revealsCell(learner.reveals)}</td></tr>`;
+    return `<tr><td><a href="${learnerHref(learner.label)}">${learnerName(learner)}</a></td><td>${passed}</td><td>${learner.attempts}</td><td>${learner.lessonsComplete}</td><td>${escapeHtml(learner.lastActivity)}</td><td>${revealsCell(learner.reveals)}</td></tr>`;
   });
   const first = query.offset + 1;
   return `${nav('roster')}${filters}<p>${roster.total} learner${roster.total === 1 ? '' : 's'} with a grade (${first}-${first + roster.learners.length - 1} here). Passed means a passing full grade.</p>${pager('top')}
-<table><thead><tr><th>Learner</th><th>Labs passed</th><th>Attempts</th><th>Last activity</th><th>Reference solution shown</th></tr></thead><tbody>${rows.join('')}</tbody></table>${pager('bottom')}`;
+<table><thead><tr><th>Learner</th><th>Labs passed</th><th>Attempts</th><th>Lessons complete</th><th>Last activity</th><th>Reference solution shown</th></tr></thead><tbody>${rows.join('')}</tbody></table>${pager('bottom')}`;
 }
 
 function revealsCell(reveals: LearnerDetail['reveals']): string {
@@ -79,7 +79,18 @@ export function learnerPage(learner: LearnerDetail): string {
     const program = code === null ? '<p><small>Its code is no longer kept (only the newest attempts of each lab keep theirs).</small></p>' : `<details><summary>Code</summary><pre>${escapeHtml(code)}</pre></details>`;
     return `<section><h3>#${id} ${escapeHtml(report.lab)}: ${verdict} <small>${escapeHtml(at)}</small></h3><details><summary>Report</summary><pre>${renderReport(report, htmlPaint).join('\n')}</pre></details>${program}</section>`;
   });
-  return `${nav('learner')}<h2>${learnerName(learner)}</h2><p>${learner.attempts.length} attempt${learner.attempts.length === 1 ? '' : 's'}, newest first. Reference solutions shown: ${revealsCell(learner.reveals)}</p>${attempts.join('')}`;
+  return `${nav('learner')}<h2>${learnerName(learner)}</h2>${progressTable(learner.progress)}<h2>Attempts</h2><p>${learner.attempts.length} attempt${learner.attempts.length === 1 ? '' : 's'}, newest first. Reference solutions shown: ${revealsCell(learner.reveals)}</p>${attempts.join('')}`;
+}
+
+/** The learner's lessons as their browser last reported them. */
+function progressTable(progress: LearnerDetail['progress']): string {
+  if (!progress || Object.keys(progress.lessons).length === 0) return '<p>No lesson progress reported yet (it comes from the learner\'s browser when they open a lesson).</p>';
+  const rows = Object.entries(progress.lessons).map(
+    ([id, l]) =>
+      `<tr><td>${escapeHtml(id.replace(/^10-1\//, ''))}</td><td>${l.opened ? 'yes' : 'no'}</td><td>${l.checks ? `${l.right}/${l.checks} right (${l.answered} answered)` : '–'}</td><td>${l.labs ? `${l.labsPassed}/${l.labs}` : '–'}</td><td>${l.complete ? '<strong>complete</strong>' : ''}</td></tr>`,
+  );
+  const complete = Object.values(progress.lessons).filter((l) => l.complete).length;
+  return `<h2>Lessons</h2><p>${complete} of ${rows.length} complete, as the learner's browser last reported.</p><table><thead><tr><th>Lesson</th><th>Opened</th><th>Checks</th><th>Labs passed</th><th></th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
 }
 
 /** The labs page: how the class does in each lab. */
@@ -108,8 +119,8 @@ const csv = (rows: Array<Array<string | number | null>>) => rows.map((row) => ro
 
 export function rosterCsv(learners: RosterPage['learners']): string {
   return csv([
-    ['learner', 'display name', 'attempts', 'labs passed', 'last activity', 'reference solutions shown before passing'],
-    ...learners.map((l) => [l.label, l.displayName, l.attempts, l.passedLabs.join(' '), l.lastActivity, [...new Set(l.reveals.filter((r) => r.beforePass).map((r) => r.lab))].join(' ')]),
+    ['learner', 'display name', 'attempts', 'labs passed', 'lessons complete', 'last activity', 'reference solutions shown before passing'],
+    ...learners.map((l) => [l.label, l.displayName, l.attempts, l.passedLabs.join(' '), l.lessonsComplete, l.lastActivity, [...new Set(l.reveals.filter((r) => r.beforePass).map((r) => r.lab))].join(' ')]),
   ]);
 }
 

@@ -9,6 +9,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { describeError } from '../../src/shared/errors.ts';
 import type { AttemptStore } from './attempt-store.ts';
 import { handleAttemptsApi } from './attempts-api.ts';
+import { handleProgressApi } from './progress-api.ts';
 import { handleClassView } from './class-view.ts';
 import { ConnectionsPerIp, defaultLimits, GradeQueue, MessageRate, clientIp, type AdmissionLimits } from './admission.ts';
 import { InstructorSessions } from './instructor-session.ts';
@@ -88,6 +89,9 @@ export async function createLabServer(options: LabServerOptions): Promise<LabSer
   const quotas = new LearnerQuotas({ runs: limits.runsPerLearner, grades: limits.gradesPerLearner });
   // A name is chosen once or twice: a few changes in a row, then one every 30 s per learner.
   const nameChanges = { perSession: new KeyedRate(5, 2), perLearner: new KeyedRate(20, 10) };
+  // Progress is reported when a lesson page opens or a check is answered: a course's worth of pages
+  // in a row (a learner clicking through the sidebar), then 2 a second.
+  const progressReports = new KeyedRate(120, 120);
   const sessions = options.instructorToken === undefined ? undefined : new InstructorSessions(options.instructorToken);
   const signIn = options.signIn;
   const inFlight = new ServerGrades(options.store, log);
@@ -100,6 +104,7 @@ export async function createLabServer(options: LabServerOptions): Promise<LabSer
       if (signIn ? signIn.handle(req, res, perimeter.secure(req)) : answerSignInOff(req, res)) return;
       const identity = { resolveLearner: learnerResolver(signIn?.account(req) ?? null, options.store), namesFromSignIn: signIn !== undefined };
       if (handleAttemptsApi(req, res, options.store, { ...nameChanges, learner: clientIp(req) }, identity)) return;
+      if (handleProgressApi(req, res, options.store, identity, progressReports)) return;
       const instructorSignedIn = signIn ? (r: IncomingMessage) => signIn.account(r)?.instructor === true : null;
       if (handleClassView(req, res, { store: options.store, sessions, instructorSignedIn, secure: (r) => perimeter.secure(r) })) return;
     } catch (err) {

@@ -12,6 +12,7 @@ import { describeError, KafkaIqError } from '../../src/shared/errors.ts';
 import type { AttemptSummary, SolutionReveal } from '../../src/shared/messages.ts';
 import { gradeReportSchema, type GradeReport } from '../../src/shared/report.ts';
 import { parseWithFriendlyErrors } from '../../src/shared/validate.ts';
+import { progressReportSchema } from '../../src/shared/progress.ts';
 import { CODE_KEPT_PER_LAB, HISTORY_LIMIT, type AttemptStore } from './attempt-store.ts';
 import { abandonedGradeReport } from './grades-in-flight.ts';
 import { LEARNER_ATTEMPTS_LIMIT, learnerLabel, MAX_ROSTER_ROWS, type LabFigures, type RosterQuery, type RosterSort } from './class-queries.ts';
@@ -61,6 +62,12 @@ const MIGRATIONS: readonly string[] = [
      alive_at   TIMESTAMPTZ NOT NULL DEFAULT now()
    );
    CREATE INDEX grades_in_flight_by_session ON grades_in_flight (session_id);`,
+  `CREATE TABLE progress (
+     session_id       TEXT PRIMARY KEY,
+     report           JSONB       NOT NULL,
+     lessons_complete INTEGER     NOT NULL,
+     updated_at       TIMESTAMPTZ NOT NULL
+   );`,
 ];
 
 const PASSED = `verdict = 'pass' AND NOT quick AND NOT replay`;
@@ -211,11 +218,14 @@ export async function openPostgresAttemptStore(url: string): Promise<AttemptStor
     },
     async adopt(from, to) {
       if (from === to) return 0;
-      const [holds] = await q(`SELECT 1 FROM attempts WHERE session_id = $1 UNION ALL SELECT 1 FROM reveals WHERE session_id = $1 LIMIT 1`, [from]);
+      const [holds] = await q(`SELECT 1 FROM attempts WHERE session_id = $1 UNION ALL SELECT 1 FROM reveals WHERE session_id = $1 UNION ALL SELECT 1 FROM progress WHERE session_id = $1 LIMIT 1`, [from]);
       if (!holds) return 0;
       return inTransaction(async (client) => {
         const moved = await client.query(`UPDATE attempts SET session_id = $1 WHERE session_id = $2`, [to, from]);
         await client.query(`UPDATE reveals SET session_id = $1 WHERE session_id = $2`, [to, from]);
+        // The account's own progress, when it has some, stays: this browser reports its own again.
+        await client.query(`UPDATE progress SET session_id = $1 WHERE session_id = $2 AND NOT EXISTS (SELECT 1 FROM progress WHERE session_id = $1)`, [to, from]);
+        await client.query(`DELETE FROM progress WHERE session_id = $1`, [from]);
         await client.query(`DELETE FROM learners WHERE session_id = $1`, [from]);
         return moved.rowCount ?? 0;
       });
@@ -240,12 +250,13 @@ export async function openPostgresAttemptStore(url: string): Promise<AttemptStor
       const params = [query.lab ?? '', query.name ? displayNameKey(query.name) : ''];
       const summaries = `SELECT session_id, COUNT(*) AS attempts, MAX(created_at) AS last_at, COUNT(DISTINCT CASE WHEN ${PASSED} THEN lab END) AS passed
           FROM attempts WHERE ($1 = '' OR session_id IN (SELECT session_id FROM attempts WHERE lab = $1)) GROUP BY session_id`;
-      const from = `FROM (${summaries}) s LEFT JOIN learners l ON l.session_id = s.session_id WHERE ($2 = '' OR strpos(COALESCE(l.name_key, ''), $2) > 0)`;
+      const from = `FROM (${summaries}) s LEFT JOIN learners l ON l.session_id = s.session_id LEFT JOIN progress p ON p.session_id = s.session_id
+          WHERE ($2 = '' OR strpos(COALESCE(l.name_key, ''), $2) > 0)`;
       const [{ n }] = (await q<{ n: string }>(`SELECT COUNT(*) AS n ${from}`, params)) as [{ n: string }];
       const limit = Math.max(1, Math.min(MAX_ROSTER_ROWS, Math.floor(query.limit)));
       const offset = Math.max(0, Math.floor(query.offset));
-      const rows = await q<{ session_id: string; display_name: string | null; attempts: string; last_at: Date }>(
-        `SELECT s.session_id, l.display_name, s.attempts, s.last_at ${from} ORDER BY ${ORDER[query.sort ?? 'name']} LIMIT $3 OFFSET $4`,
+      const rows = await q<{ session_id: string; display_name: string | null; attempts: string; last_at: Date; lessons_complete: number }>(
+        `SELECT s.session_id, l.display_name, s.attempts, s.last_at, COALESCE(p.lessons_complete, 0) AS lessons_complete ${from} ORDER BY ${ORDER[query.sort ?? 'name']} LIMIT $3 OFFSET $4`,
         [...params, limit, offset],
       );
       const learners = await Promise.all(
@@ -256,6 +267,7 @@ export async function openPostgresAttemptStore(url: string): Promise<AttemptStor
           passedLabs: await passedLabs(row.session_id),
           lastActivity: iso(row.last_at),
           reveals: await reveals(row.session_id),
+          lessonsComplete: Number(row.lessons_complete),
         })),
       );
       return { total: Number(n), learners };
@@ -266,12 +278,21 @@ export async function openPostgresAttemptStore(url: string): Promise<AttemptStor
       if (id === undefined) return null;
       const rows = await q<{ id: string; created_at: Date; report: unknown; code: string | null }>(`SELECT id, created_at, report, code FROM attempts WHERE session_id = $1 ORDER BY id DESC LIMIT $2`, [id, LEARNER_ATTEMPTS_LIMIT]);
       const [name] = await q<{ display_name: string }>(`SELECT display_name FROM learners WHERE session_id = $1`, [id]);
+      const [saved] = await q<{ report: unknown }>(`SELECT report FROM progress WHERE session_id = $1`, [id]);
       return {
         label,
         displayName: name?.display_name ?? null,
         attempts: rows.map((r) => ({ id: Number(r.id), at: iso(r.created_at), code: r.code, report: reportOf(r.report, `Stored attempt ${r.id}`) })),
         reveals: await reveals(id),
+        progress: saved ? parseWithFriendlyErrors(progressReportSchema, saved.report, 'Stored progress', 'INTERNAL') : null,
       };
+    },
+    async saveProgress(sessionId, report) {
+      await q(
+        `INSERT INTO progress (session_id, report, lessons_complete, updated_at) VALUES ($1, $2, $3, now())
+         ON CONFLICT (session_id) DO UPDATE SET report = excluded.report, lessons_complete = excluded.lessons_complete, updated_at = excluded.updated_at`,
+        [sessionId, JSON.stringify(report), Object.values(report.lessons).filter((l) => l.complete).length],
+      );
     },
     async classLabs() {
       const perLab = await q<{ lab: string; learners: string; attempts: string; passed: string }>(

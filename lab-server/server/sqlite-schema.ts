@@ -64,6 +64,13 @@ export const MIGRATIONS: readonly string[] = [
      alive_at   INTEGER NOT NULL
    );
    CREATE INDEX grades_in_flight_by_session ON grades_in_flight (session_id);`,
+  // Lesson progress as the learner's browser last reported it, for the class view.
+  `CREATE TABLE progress (
+     session_id       TEXT PRIMARY KEY,
+     report           TEXT    NOT NULL,
+     lessons_complete INTEGER NOT NULL,
+     updated_at       TEXT    NOT NULL
+   );`,
 ];
 
 /**

@@ -123,6 +123,14 @@ describe.each(engines)('the attempt store on %s', (engine, make) => {
       { lab: 'zombie', learners: 1, attempts: 1, passedLearners: 0, failingChecks: [], medianAttemptsToPass: null },
     ]);
     expect(await two.gradedLabs()).toEqual(['single-stage', 'zombie']);
+    // Lesson progress, as a browser reports it: counted in the roster, shown per learner, moved with an adopted learner.
+    const lesson = { opened: true, answered: 1, right: 1, checks: 1, labsPassed: 0, labs: 0, complete: true };
+    await one.saveProgress('anonymous-d', { lessons: { '10-1/01-transaction-protocol': lesson } });
+    await two.adopt('anonymous-d', 'acct_account-c');
+    expect((await one.classRoster({ offset: 0, limit: 10, lab: 'zombie' })).learners[0]?.lessonsComplete).toBe(1);
+    expect((await one.classLearner(learnerLabel('acct_account-c')))?.progress?.lessons['10-1/01-transaction-protocol']).toEqual(lesson);
+    await one.saveProgress('acct_account-c', { lessons: {} });
+    expect((await two.classRoster({ offset: 0, limit: 10, lab: 'zombie' })).learners[0]?.lessonsComplete).toBe(0);
     await Promise.all([one.close(), two.close()]);
   });
 

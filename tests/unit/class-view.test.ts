@@ -71,9 +71,9 @@ describe('the class view', () => {
     const adaRow = html.split('<tr>').find((row) => row.includes('Ada L.'))!;
     expect(adaRow).toBeDefined();
     // single-stage passed in a full grade; copy passed only a quick grade, which is not a pass.
-    expect(adaRow).toMatch(/<td>single-stage<\/td><td>3<\/td><td>\d{4}-\d\d-\d\dT/);
+    expect(adaRow).toMatch(/<td>single-stage<\/td><td>3<\/td><td>0<\/td><td>\d{4}-\d\d-\d\dT/);
     const anonRow = html.split('<tr>').find((row) => !row.includes('Ada L.') && row.includes('learner '))!;
-    expect(anonRow).toMatch(/>learner [0-9a-f]{12}<\/a><\/td><td><em>none yet<\/em><\/td><td>1<\/td>/);
+    expect(anonRow).toMatch(/>learner [0-9a-f]{12}<\/a><\/td><td><em>none yet<\/em><\/td><td>1<\/td><td>0<\/td>/);
     expect(html).not.toContain(ADA);
     expect(html).not.toContain(ANON);
   });
@@ -112,9 +112,9 @@ describe('the class view', () => {
     const roster = await get('/instructor/roster.csv', { Authorization: `Bearer ${TOKEN}` });
     expect(roster.headers.get('content-type')).toMatch(/^text\/csv/);
     const text = await roster.text();
-    expect(text.split('\r\n')[0]).toBe('"learner","display name","attempts","labs passed","last activity","reference solutions shown before passing"');
+    expect(text.split('\r\n')[0]).toBe('"learner","display name","attempts","labs passed","lessons complete","last activity","reference solutions shown before passing"');
     expect(text).toContain('"\'=HYPERLINK(""x"")"');
-    expect(text).toMatch(/"Ada L\.","3","single-stage"/);
+    expect(text).toMatch(/"Ada L\.","3","single-stage","\d+"/);
     const labs = await (await get('/instructor/labs.csv', { Authorization: `Bearer ${TOKEN}` })).text();
     expect(labs).toContain('"single-stage","1","2","1","1.000","2","no-duplicates:1"');
     expect((await get('/instructor/labs.csv')).status).toBe(401);
@@ -135,5 +135,21 @@ describe('the class view', () => {
   it('is off without a token, and a short token is refused in one line', async () => {
     expect(instructorTokenFromEnv({})).toBeUndefined();
     expect(() => instructorTokenFromEnv({ KAFKAIQ_INSTRUCTOR_TOKEN: 'short' })).toThrow(/at least 16 printable characters.*openssl rand -hex 24/);
+  });
+
+  it("keeps the lesson progress a learner's browser reports, refuses a malformed report, and shows it", async () => {
+    const put = (body: string, session = ADA) => fetch(`${server.url}/api/progress`, { method: 'PUT', body, headers: { 'Content-Type': 'application/json', 'X-KafkaIQ-Session': session } });
+    const lesson = { opened: true, answered: 3, right: 2, checks: 3, labsPassed: 1, labs: 1, complete: true };
+    expect((await put(JSON.stringify({ lessons: { '10-1/04-single-stage': lesson, '10-1/05-multi-stage': { ...lesson, complete: false, labsPassed: 0 } } }))).status).toBe(204);
+    expect((await put(JSON.stringify({ lessons: { '../etc': lesson } }))).status).toBe(400);
+    expect((await put(JSON.stringify({ lessons: { '10-1/x': { ...lesson, extra: 1 } } }))).status).toBe(400);
+    expect((await put('{' + ' '.repeat(40_000))).status).toBe(413);
+    expect((await fetch(`${server.url}/api/progress`, { headers: { 'X-KafkaIQ-Session': ADA } })).status).toBe(405);
+    const html = await (await get('/instructor', { Authorization: `Bearer ${TOKEN}` })).text();
+    expect(html.split('<tr>').find((row) => row.includes('Ada L.'))).toMatch(/<td>single-stage<\/td><td>3<\/td><td>1<\/td>/);
+    const link = /href="(\/instructor\/learner\/[0-9a-f]{12})">Ada L\./.exec(html)![1]!;
+    const page = await (await get(link, { Authorization: `Bearer ${TOKEN}` })).text();
+    expect(page).toContain('1 of 2 complete');
+    expect(page).toMatch(/<td>04-single-stage<\/td><td>yes<\/td><td>2\/3 right \(3 answered\)<\/td><td>1\/1<\/td><td><strong>complete<\/strong><\/td>/);
   });
 });

@@ -6,6 +6,11 @@
  * localStorage shapes as the course overview. The final quiz's score reads "final quiz: right/total".
  */
 import { lessonStatus, recordVisit } from './lesson-status.ts';
+import { sessionId } from '../workbench/storage.ts';
+import { PROGRESS_PATH, type ProgressReport } from '../../shared/progress.ts';
+
+/** What this tab last told the lab server (sessionStorage): the same report is not sent twice. */
+const SENT_KEY = 'kafkaiq:progress-sent';
 
 interface LessonFacts {
   id: string;
@@ -79,5 +84,43 @@ export function decorateSidebar(host: HTMLElement): void {
     holder.className = 'kiq-side-progress';
     holder.append(...badges);
     link.append(holder);
+  }
+}
+
+/**
+ * Tells the lab server the learner's progress, for their instructor's class view, when it changed
+ * since this tab last told it. Best effort: without a lab server (the static site alone) nothing
+ * is lost, the next change tries again.
+ */
+export async function reportProgress(host: HTMLElement): Promise<void> {
+  const lessons = lessonsOf(host);
+  if (lessons.length === 0) return;
+  const report: ProgressReport = { lessons: {} };
+  for (const lesson of lessons) {
+    const status = lessonStatus(lesson);
+    report.lessons[lesson.id] = {
+      opened: status.opened,
+      answered: status.answered,
+      right: status.right,
+      checks: lesson.checks,
+      labsPassed: status.labsPassed,
+      labs: lesson.labs.length,
+      complete: status.complete,
+    };
+  }
+  const body = JSON.stringify(report);
+  let sent: string | null = null;
+  try {
+    sent = sessionStorage.getItem(SENT_KEY);
+  } catch {
+    // No session storage: every change is sent.
+  }
+  if (sent === body) return;
+  const response = await fetch(PROGRESS_PATH, { method: 'PUT', headers: { 'Content-Type': 'application/json', 'X-KafkaIQ-Session': sessionId() }, body }).catch(() => null); // no lab server: try at the next change
+  if (!response?.ok) return;
+  try {
+    sessionStorage.setItem(SENT_KEY, body);
+  } catch {
+    // No session storage: the report goes again next time, which the server takes as the same.
   }
 }
