@@ -111,6 +111,18 @@ describe('the wire tap', () => {
     expect(plain.events.find((e) => e.t === 'hit'), 'a send outside any transaction').toMatchObject({ point: 'after:send', txnOpen: false });
   });
 
+  it("credits a send error the program's client raised to the producer the wire saw open, so a decoy transaction is found out", async () => {
+    const t = tapped();
+    expect(t.tap.sendErrorView()).toEqual({ txnOpen: false });
+    // A decoy: one record in a transaction of its own while the real work goes out without one.
+    await openTransaction(t, 1);
+    void t.response(produceAnswer(2));
+    void t.request(await produce(3, 5, null));
+    expect(t.tap.sendErrorView()).toEqual({ txnOpen: true, transactionalId: TX });
+    void t.request(await endTxn(4, false));
+    expect(t.tap.sendErrorView()).toEqual({ txnOpen: false });
+  });
+
   it('reports a call the broker refused as failed, by the error name, and never holds it', async () => {
     const t = tapped();
     t.tap.command({ t: 'arm', point: 'after:send', action: 'kill', occurrence: 1 });

@@ -167,7 +167,12 @@ export class ProgramInstance extends EventEmitter<{
         // Watched on the wire, the program's own reports decide nothing. The one exception is an
         // injected send error, which only the client library in its process can raise: its hit
         // is taken for the moment it names, with the wire's word on whether a transaction was open.
-        else if (event.t === 'hit' && event.action === 'error') this.emit('event', { ...event, txnOpen: this.tap.transactionOpen });
+        else if (event.t === 'hit' && event.action === 'error') {
+          // The program's own word on its producer is dropped: the wire names the producer whose
+          // transaction was open, so a decoy transaction's producer is found out as for any fault.
+          const { transactionalId: _claimed, ...hit } = event;
+          this.emit('event', { ...hit, ...this.tap.sendErrorView() });
+        }
       }, CHANNEL_LIMITS);
       // A reset channel is a program that died: its events end there, and 'exit' says why.
       channel.on('data', (chunk: Buffer) => splitter.push(chunk)).on('error', () => {});

@@ -124,6 +124,16 @@ export class WireTap extends EventEmitter<{ event: [WireEvent]; line: [string] }
     this.emit('line', `the grader's relay closed one ${protocol} connection of this program: ${printable(why, 200)}`);
   }
 
+  /**
+   * What the wire says of a send error the program's own client raised: whether a transaction was
+   * open, and whose (the decoy rule of the grade needs the producer; see collect.ts).
+   */
+  sendErrorView(): { txnOpen: boolean; transactionalId?: string } {
+    const producer = this.transactions.openProducer();
+    if (producer === undefined) return { txnOpen: false };
+    return { txnOpen: true, ...(producer ? { transactionalId: printable(producer, 249) } : {}) };
+  }
+
   /** Whether any of the instance's producers has a transaction open at the broker. */
   get transactionOpen(): boolean {
     return this.transactions.anyOpen();
