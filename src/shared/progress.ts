@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 
-export const PROGRESS_PATH = '/api/progress';
+export { PROGRESS_PATH } from './api-paths.ts';
 /** A progress report is a few KB for the whole module; anything much larger is not one. */
 export const MAX_PROGRESS_BYTES = 32 * 1024;
 

@@ -6,8 +6,9 @@
  * localStorage shapes as the course overview. The final quiz's score reads "final quiz: right/total".
  */
 import { lessonStatus, recordVisit } from './lesson-status.ts';
-import { sessionId } from '../workbench/storage.ts';
-import { PROGRESS_PATH, type ProgressReport } from '../../shared/progress.ts';
+import { sessionId } from '../workbench/session-id.ts';
+import { PROGRESS_PATH } from '../../shared/api-paths.ts';
+import type { ProgressReport } from '../../shared/progress.ts';
 
 /** What this tab last told the lab server (sessionStorage): the same report is not sent twice. */
 const SENT_KEY = 'kafkaiq:progress-sent';

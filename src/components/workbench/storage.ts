@@ -5,7 +5,6 @@
 
 import { kafkaClientSchema, type KafkaClient } from '../../shared/clients.ts';
 
-const SESSION_KEY = 'kafkaiq:session';
 const PROGRESS_KEY = 'kafkaiq:progress';
 const codeKey = (slot: string) => `kafkaiq:code:${slot}`;
 const clientKey = (labId: string) => `kafkaiq:client:${labId}`;
@@ -46,14 +45,7 @@ function write(key: string, value: string | null): void {
   }
 }
 
-/** The learner's session id: names their namespace on the lab server and their saved attempts. */
-export function sessionId(): string {
-  const existing = read(SESSION_KEY);
-  if (existing && /^[A-Za-z0-9_-]{8,64}$/.test(existing)) return existing;
-  const fresh = crypto.randomUUID();
-  write(SESSION_KEY, fresh);
-  return fresh;
-}
+export { sessionId } from './session-id.ts';
 
 export function savedCode(slot: string): string | null {
   return read(codeKey(slot));
