@@ -15,6 +15,7 @@ import { requestUrl } from './perimeter.ts';
 import type { AttemptStore } from './attempt-store.ts';
 import type { KeyedRate } from './learner-quotas.ts';
 import type { ResolveLearner } from './sign-in/learner-identity.ts';
+import { readJsonBody, sendJson } from './json-body.ts';
 
 export const ATTEMPTS_API_PREFIX = '/api/attempts';
 /** The header that carries the learner's session id (lower case, as Node gives headers). */
@@ -100,21 +101,11 @@ async function answer(
 }
 
 async function setDisplayName(req: IncomingMessage, res: ServerResponse, store: AttemptStore, sessionId: string): Promise<void> {
-  const chunks: Buffer[] = [];
-  let size = 0;
   try {
-    for await (const chunk of req as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      if (size > MAX_BODY_BYTES) return sendJson(res, 413, { error: `A display-name request is at most ${MAX_BODY_BYTES} bytes` });
-      chunks.push(chunk);
-    }
-    let body: unknown;
-    try {
-      body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-    } catch {
-      return sendJson(res, 400, { error: 'Send JSON: { "displayName": "Ada" } or { "displayName": null }' });
-    }
-    const parsed = displayNameRequestSchema.safeParse(body);
+    const body = await readJsonBody(req, MAX_BODY_BYTES);
+    if (!body.ok && body.status === 413) return sendJson(res, 413, { error: `A display-name request is at most ${MAX_BODY_BYTES} bytes` });
+    if (!body.ok) return sendJson(res, 400, { error: 'Send JSON: { "displayName": "Ada" } or { "displayName": null }' });
+    const parsed = displayNameRequestSchema.safeParse(body.value);
     if (!parsed.success) return sendJson(res, 400, { error: parsed.error.issues[0]?.message ?? 'invalid display name' });
     if ((await store.setDisplayName(sessionId, parsed.data.displayName)) === 'taken') {
       return sendJson(res, 409, { error: 'Another learner in this class already has that name (or one that looks the same): choose another.' });
@@ -123,9 +114,4 @@ async function setDisplayName(req: IncomingMessage, res: ServerResponse, store: 
   } catch (err) {
     if (!res.headersSent) sendJson(res, 500, { error: `Could not save the display name: ${describeError(err)}` });
   }
-}
-
-function sendJson(res: ServerResponse, status: number, body: unknown) {
-  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store' });
-  res.end(JSON.stringify(body));
 }

@@ -102,7 +102,8 @@ export async function createLabServer(options: LabServerOptions): Promise<LabSer
     try {
       if (!perimeter.admit(req, res)) return;
       if (signIn ? signIn.handle(req, res, perimeter.secure(req)) : answerSignInOff(req, res)) return;
-      const identity = { resolveLearner: learnerResolver(signIn?.account(req) ?? null, options.store), namesFromSignIn: signIn !== undefined };
+      // The account cookie is opened only by a request that names a learner, never for a static file.
+      const identity = { resolveLearner: (offered: string) => learnerResolver(signIn?.account(req) ?? null, options.store)(offered), namesFromSignIn: signIn !== undefined };
       if (handleAttemptsApi(req, res, options.store, { ...nameChanges, learner: clientIp(req) }, identity)) return;
       if (handleProgressApi(req, res, options.store, identity, progressReports)) return;
       const instructorSignedIn = signIn ? (r: IncomingMessage) => signIn.account(r)?.instructor === true : null;

@@ -11,6 +11,7 @@ import { SESSION_HEADER, type RequestIdentity } from './attempts-api.ts';
 import type { AttemptStore } from './attempt-store.ts';
 import type { KeyedRate } from './learner-quotas.ts';
 import { requestUrl } from './perimeter.ts';
+import { readJsonBody, sendJson } from './json-body.ts';
 
 const sessionIdSchema = helloMessageSchema.shape.sessionId;
 
@@ -39,20 +40,10 @@ export function handleProgressApi(req: IncomingMessage, res: ServerResponse, sto
 }
 
 async function save(req: IncomingMessage, res: ServerResponse, store: AttemptStore, identity: RequestIdentity, offered: string): Promise<void> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_PROGRESS_BYTES) return sendJson(res, 413, { error: `A progress report is at most ${MAX_PROGRESS_BYTES / 1024} KB` });
-    chunks.push(chunk);
-  }
-  let body: unknown;
-  try {
-    body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-  } catch {
-    return sendJson(res, 400, { error: 'Send JSON: { "lessons": { "10-1/<lesson>": { ... } } }' });
-  }
-  const report = progressReportSchema.safeParse(body);
+  const body = await readJsonBody(req, MAX_PROGRESS_BYTES);
+  if (!body.ok && body.status === 413) return sendJson(res, 413, { error: `A progress report is at most ${MAX_PROGRESS_BYTES / 1024} KB` });
+  if (!body.ok) return sendJson(res, 400, { error: 'Send JSON: { "lessons": { "10-1/<lesson>": { ... } } }' });
+  const report = progressReportSchema.safeParse(body.value);
   if (!report.success) return sendJson(res, 400, { error: `Not a progress report: ${report.error.issues[0]?.message ?? 'invalid'}` });
   let learner: string;
   try {
@@ -62,9 +53,4 @@ async function save(req: IncomingMessage, res: ServerResponse, store: AttemptSto
   }
   await store.saveProgress(learner, report.data);
   res.writeHead(204, { 'Cache-Control': 'no-store' }).end();
-}
-
-function sendJson(res: ServerResponse, status: number, body: unknown) {
-  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store' });
-  res.end(JSON.stringify(body));
 }
