@@ -5,8 +5,7 @@
  */
 import workbenchCss from './workbench.css?inline';
 import xtermCss from '@xterm/xterm/css/xterm.css?inline';
-import { MAX_CODE_BYTES, type AttemptSummary, type ServerMessage, type SolutionReveal, type StateMessage } from '../../shared/messages.ts';
-import { diffLines, unifiedDiff } from '../../shared/line-diff.ts';
+import { MAX_CODE_BYTES, type ServerMessage, type StateMessage } from '../../shared/messages.ts';
 import { describeError } from '../../shared/errors.ts';
 import { parseWithFriendlyErrors } from '../../shared/validate.ts';
 import { acquireConnection, type ConnectionState, type ConnectionSubscriber, type OutgoingMessage } from './connection.ts';
@@ -22,6 +21,7 @@ import { createReportPanel, verdictSentence } from './panels/report-panel.ts';
 import { createToolbar, type ManualFaultKind, type ToolbarState } from './panels/toolbar.ts';
 import { workbenchPayloadSchema } from './payload.ts';
 import { recordPasses, savedClient, saveClient } from './storage.ts';
+import { createAttemptHistory } from './attempt-history.ts';
 import { CLIENT_INFO, type KafkaClient } from '../../shared/clients.ts';
 import { injectedClientSettings } from '../../shared/lab-facts.ts';
 import { ansi } from './terminal/ansi.ts';
@@ -68,10 +68,10 @@ export function mountWorkbench(mountPoint: HTMLElement, payloadData: unknown): M
   const progress = createProgressPanel();
   const report = createReportPanel();
   const history = createHistoryPanel({
-    open: (attempt) => requestAttempt(attempt, 'show'),
-    load: (attempt) => requestAttempt(attempt, 'load'),
-    diff: (attempt) => requestAttempt(attempt, 'diff'),
-    revealSolution: () => revealSolution(),
+    open: (attempt) => attempts.request(attempt, 'show'),
+    load: (attempt) => attempts.request(attempt, 'load'),
+    diff: (attempt) => attempts.request(attempt, 'diff'),
+    revealSolution: () => attempts.revealSolution(),
   });
   // Verdicts are announced here, in a sentence, instead of reading out the whole report.
   const announcer = h('p', { class: 'kiq-sr-only kiq-wb-announcer', role: 'status', 'aria-live': 'polite', 'aria-atomic': 'true' });
@@ -165,20 +165,7 @@ export function mountWorkbench(mountPoint: HTMLElement, payloadData: unknown): M
   /** Env name -> real topic of the latest run, kept after it ends for `consume`/`offsets`. */
   let topics: Record<string, string> = {};
   let lastPhase = '';
-  /** This lab's graded attempts (newest first) and reference-solution reveals, as the server last listed them. */
-  let attempts: AttemptSummary[] = [];
-  let reveals: SolutionReveal[] = [];
-  /** Whether a report is on screen already (a grade, or the last one reopened after a reload). */
-  let reportShown = false;
-  /** Attempts asked for, by id, and what to do with each when it arrives. */
-  const pendingAttempts = new Map<number, 'show' | 'load' | 'diff' | 'restore'>();
-  /** The `history` command waits for the list it asked for. */
-  let printHistoryNext = false;
-  /**
-   * Set while this workbench waits for the reference solution. Not `mine`: another workbench of the
-   * page may send a request in between (its history on mounting), and the answer is still ours.
-   */
-  let solutionRequested = false;
+  const attempts = createAttemptHistory({ labId, terminal, editor, report, panel: history, announce, send, client: () => client });
 
   const ours = () => sessionLab === null || sessionLab === labId;
   const refreshToolbar = () =>
@@ -268,7 +255,7 @@ export function mountWorkbench(mountPoint: HTMLElement, payloadData: unknown): M
         progress.hide();
         terminal.printFitted((columns) => formatReport(message.report, columns));
         report.show(message.report);
-        reportShown = true;
+        attempts.reportShown();
         announce(verdictSentence(message.report));
         hints.afterGrade(message.report.checks.filter((check) => !check.passed).map((check) => check.name));
         // A replay (a seed the learner chose) is never a pass: its outcome was known before it ran.
@@ -278,47 +265,13 @@ export function mountWorkbench(mountPoint: HTMLElement, payloadData: unknown): M
       case 'inspect-result':
         if (mine) terminal.print(formatInspectResult(message.result));
         return;
-      case 'history': {
-        // The server remembers passes by session id: they come back even after storage was cleared.
-        const passedAt = new Map(message.attempts.filter((a) => a.verdict === 'pass' && !a.quick).map((a) => [a.lab, a.at]));
-        recordPasses(Object.fromEntries(message.passedLabs.map((lab) => [lab, passedAt.get(lab) ?? new Date().toISOString()])));
-        // Only a list of this lab (or of every lab) is this panel's.
-        if (message.lab !== undefined && message.lab !== labId) return;
-        attempts = message.attempts.filter((a) => a.lab === labId);
-        reveals = message.reveals.filter((r) => r.lab === labId);
-        history.update(attempts, reveals);
-        if (printHistoryNext && message.lab === labId) {
-          printHistoryNext = false;
-          printHistory();
-        }
-        // After a reload the last report comes back: the newest attempt, reopened once.
-        const newest = attempts[0];
-        if (!reportShown && newest && !pendingAttempts.has(newest.id)) {
-          reportShown = true;
-          pendingAttempts.set(newest.id, 'restore');
-          send({ type: 'attempt', id: newest.id }, { quiet: true });
-        }
-        return;
-      }
-      case 'attempt': {
-        const action = pendingAttempts.get(message.summary.id);
-        if (action === undefined || message.summary.lab !== labId) return;
-        pendingAttempts.delete(message.summary.id);
-        return showAttempt(message, action);
-      }
+      case 'history':
+      case 'attempt':
       case 'solution':
-        if (!solutionRequested || message.lab !== labId) return;
-        solutionRequested = false;
-        terminal.print([ansi.dim(`Reference solution shown below the report${message.reveal.beforePass ? ' (before your first pass; your history and your instructor see that)' : ''}.`)]);
-        history.showSolution(message.code, message.reveal, () => {
-          editor.replaceCode(message.code);
-          terminal.print([ansi.dim('Reference solution loaded into the editor (Ctrl+Z in the editor undoes it).')]);
-        });
-        send({ type: 'history', lab: labId }, { quiet: true });
-        return;
+        return attempts.onMessage(message);
       case 'error':
         if (!mine) return;
-        solutionRequested = false;
+        attempts.refused();
         if (activity === 'pending') activity = 'idle';
         // The server's message may quote the program (a compile error): sanitised before it is coloured.
         terminal.print([`${ansi.red('error')} ${showControlCharacters(message.message)}`]);
@@ -359,10 +312,7 @@ export function mountWorkbench(mountPoint: HTMLElement, payloadData: unknown): M
     if (message.type === 'grade') {
       // The report on screen is the previous grade's (it stays in the history): the new one replaces it.
       report.element.hidden = true;
-      // A last report still on its way back after a reload is older than this grade: showing it
-      // when it lands would pass it off as this grade's verdict.
-      reportShown = true;
-      for (const [id, action] of pendingAttempts) if (action === 'restore') pendingAttempts.delete(id);
+      attempts.gradeStarted();
     }
     activity = 'pending';
     sessionLab = labId;
@@ -386,83 +336,6 @@ export function mountWorkbench(mountPoint: HTMLElement, payloadData: unknown): M
     send(instance ? { type: 'fault', kind, instance } : { type: 'fault', kind });
   }
 
-  // ---- history --------------------------------------------------------------------------------
-  function requestAttempt(attempt: AttemptSummary, action: 'show' | 'load' | 'diff') {
-    if (action !== 'show' && !attempt.hasCode) {
-      terminal.print([ansi.yellow(`Attempt #${attempt.n} no longer keeps its program (only the newest attempts of a lab do); its report is kept: history show ${attempt.n}.`)]);
-      return;
-    }
-    pendingAttempts.set(attempt.id, action);
-    if (!send({ type: 'attempt', id: attempt.id })) pendingAttempts.delete(attempt.id);
-  }
-
-  function showAttempt(found: Extract<ServerMessage, { type: 'attempt' }>, action: 'show' | 'load' | 'diff' | 'restore') {
-    const { summary, code } = found;
-    const when = new Date(summary.at).toLocaleString();
-    switch (action) {
-      case 'restore':
-      case 'show':
-        terminal.print([ansi.dim(action === 'restore' ? `Your last grade of this lab (attempt #${summary.n}, ${when}), from your history:` : `Attempt #${summary.n} (${when}), from your history:`)]);
-        terminal.printFitted((columns) => formatReport(found.report, columns));
-        report.show(found.report);
-        if (action === 'show') announce(`Attempt ${summary.n} reopened. ${verdictSentence(found.report)}`);
-        return;
-      case 'load':
-        if (code === null) return terminal.print([ansi.yellow(`Attempt #${summary.n} no longer keeps its program.`)]);
-        editor.replaceCode(code);
-        terminal.print([ansi.dim(`The program of attempt #${summary.n} (${when}) is in the editor (Ctrl+Z in the editor undoes it).`)]);
-        announce(`Program of attempt ${summary.n} loaded into the editor.`);
-        return;
-      case 'diff': {
-        if (code === null) return terminal.print([ansi.yellow(`Attempt #${summary.n} no longer keeps its program.`)]);
-        const current = editor.getCode();
-        const title = `Attempt #${summary.n} (−) against your current code (+)`;
-        const lines = unifiedDiff(code, current, { old: `attempt #${summary.n}`, new: 'your code' });
-        if (lines.length === 0) {
-          terminal.print([ansi.dim(`Attempt #${summary.n} graded exactly the code in the editor now.`)]);
-          history.showDiff(title, null, []);
-        } else {
-          terminal.print(lines.map((l) => (l.startsWith('@@') ? ansi.dim(l) : l.startsWith('+') ? ansi.green(l) : l.startsWith('-') ? ansi.red(l) : l)));
-          history.showDiff(title, diffLines(code, current), lines);
-        }
-        const changed = lines.filter((l) => /^[+-](?![+-]{2} )/.test(l)).length;
-        announce(lines.length === 0 ? `No difference from attempt ${summary.n}.` : `Diff with attempt ${summary.n}: ${changed} changed lines, shown under the history.`);
-        return;
-      }
-    }
-  }
-
-  function printHistory() {
-    if (attempts.length === 0) return terminal.print([ansi.dim('No graded attempt of this lab yet: grade your program (Grade or `grade`).')]);
-    terminal.print([ansi.bold(`Your graded attempts of this lab, newest first (${attempts.length}):`)]);
-    terminal.print(
-      attempts.map((a) => {
-        const verdict = a.verdict === 'pass' ? ansi.green('PASS') : a.verdict === 'fail' || a.verdict === 'error' ? ansi.red(a.verdict.toUpperCase()) : ansi.yellow(a.verdict.toUpperCase());
-        return `  #${String(a.n).padEnd(4)} ${verdict.padEnd(4)}  ${a.quick ? 'quick' : 'full '}  seed ${String(a.seed).padEnd(10)}  ${new Date(a.at).toLocaleString()}${a.hasCode ? '' : ansi.dim('  (report only)')}`;
-      }),
-    );
-    for (const r of reveals) terminal.print([ansi.dim(`  reference solution shown ${new Date(r.at).toLocaleString()}${r.beforePass ? ' (before your first pass)' : ''}`)]);
-    terminal.print([ansi.dim('history show N: its report · history load N: its program into the editor · history diff N: a diff with your code')]);
-  }
-
-  function historyCommand(action: 'list' | 'show' | 'load' | 'diff', n?: number) {
-    if (action === 'list') {
-      printHistoryNext = true;
-      if (!send({ type: 'history', lab: labId })) printHistoryNext = false;
-      return;
-    }
-    const attempt = attempts.find((a) => a.n === n);
-    if (!attempt) {
-      return terminal.print([ansi.yellow(attempts.length ? `No attempt #${n}: this lab's attempts are numbered ${attempts.at(-1)!.n} to ${attempts[0]!.n} (type history).` : 'No graded attempt of this lab yet.')]);
-    }
-    requestAttempt(attempt, action);
-  }
-
-  function revealSolution() {
-    if (attempts.length === 0) return terminal.print([ansi.yellow('The reference solution is offered after your first graded attempt: press Grade first.')]);
-    solutionRequested = send({ type: 'solution', lab: labId, client });
-  }
-
   function runCommand(command: Command) {
     switch (command.kind) {
       case 'empty':
@@ -481,7 +354,7 @@ export function mountWorkbench(mountPoint: HTMLElement, payloadData: unknown): M
       case 'invalid':
         return terminal.print([ansi.yellow(command.message)]);
       case 'history':
-        return historyCommand(command.action, command.n);
+        return attempts.command(command.action, command.n);
       case 'inspect': {
         let inspect = command.command;
         if ((inspect.what === 'consume' || inspect.what === 'offsets') && command.topicArg) {
