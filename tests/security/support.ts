@@ -24,9 +24,10 @@ export class Learner {
     });
   }
 
-  static async connect(serverUrl: string): Promise<Learner> {
+  /** `headers` adds to the browser's Origin, e.g. the X-Forwarded-For a trusted proxy would add for this learner. */
+  static async connect(serverUrl: string, headers: Record<string, string> = {}): Promise<Learner> {
     // The site's own origin, as a browser on the course page sends it (a socket without one is refused).
-    const ws = new WebSocket(`${serverUrl.replace(/^http/, 'ws')}/ws`, { headers: { Origin: serverUrl } });
+    const ws = new WebSocket(`${serverUrl.replace(/^http/, 'ws')}/ws`, { headers: { Origin: serverUrl, ...headers } });
     await new Promise<void>((resolve, reject) => ws.once('open', () => resolve()).once('error', reject));
     const learner = new Learner(ws);
     learner.send({ type: 'hello', protocol: 1, sessionId: `sec-${randomBytes(8).toString('hex')}` });
@@ -65,9 +66,9 @@ export class Learner {
     return this.lines().join('\n');
   }
 
-  async grade(code: string, quick = true, timeoutMs = 120_000): Promise<GradeReport> {
+  async grade(code: string, quick = true, timeoutMs = 120_000, lab = 'single-stage'): Promise<GradeReport> {
     const from = this.messages.length;
-    this.send({ type: 'grade', lab: 'single-stage', code, quick });
+    this.send({ type: 'grade', lab, code, quick });
     const report = await this.until((m) => m.type === 'report' || m.type === 'error', timeoutMs, from);
     if (report.type === 'error') throw new Error(`grade refused: ${report.message}`);
     return (report as Extract<ServerMessage, { type: 'report' }>).report;
