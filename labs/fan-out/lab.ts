@@ -95,12 +95,15 @@ export default defineLab({
   kafkaIds: { transactionalIds: [{ name: '{GROUP_ID}-{ORDERS_TOPIC}-{partition}', perPartitionOf: 'orders' }] },
   faults: {
     // With three sends per transaction, 'after:send' on its first or second occurrence stops the
-    // program between two of the sends. The two kills at 'after:commit' land between the commits
-    // of a program that uses one transaction per topic, or between its commit and a separate
+    // program between two of the sends. A kill at 'after:commit' aimed at payments lands right
+    // after the first commit of a program that uses one transaction per topic (payments first),
+    // before its inventory and notifications: unaimed, it can land after the last of the three and
+    // expose nothing, and such a program passed one seed in ten. In a one-transaction program it
+    // is every commit, as before. Any kill at 'after:commit' lands between a commit and a separate
     // offset commit.
     full: [
       { kind: 'kill', at: ['after:send'] },
-      { kind: 'kill', at: ['after:commit'] },
+      { kind: 'kill', at: ['after:commit'], topic: 'payments' },
       { kind: 'kill', at: ['after:commit'] },
       { kind: 'stop', at: ['after:send'] },
       { kind: 'zombie', at: ['after:send', 'after:sendOffsets'] },
@@ -109,7 +112,7 @@ export default defineLab({
     ],
     quick: [
       { kind: 'kill', at: ['after:send'] },
-      { kind: 'kill', at: ['after:commit'] },
+      { kind: 'kill', at: ['after:commit'], topic: 'payments' },
       { kind: 'zombie', at: ['after:send', 'after:sendOffsets'] },
       { kind: 'send-error', at: ['before:send'] },
     ],
