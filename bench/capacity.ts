@@ -25,6 +25,7 @@ import { parseArgs } from 'node:util';
 import { connectCluster } from '../lab-server/broker/cluster.ts';
 import { ROOT_DIR } from '../lab-server/core/paths.ts';
 import { defaultLimits } from '../lab-server/server/admission.ts';
+import { seededRandom } from '../lab-server/runner/fault-plan.ts';
 import { startCourseServer } from '../tests/support/course-server.ts';
 import { Learner } from '../tests/security/support.ts';
 import { median } from './median.ts';
@@ -44,17 +45,7 @@ const fractions = values.steps!.split(',').map(Number);
 const cores = availableParallelism();
 const concurrent = defaultLimits(cores).concurrentGrades;
 
-/** A small seeded generator (mulberry32), so two runs draw the same arrivals and programs. */
-function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+// Seeded as the fault plans are, so two runs draw the same arrivals and programs.
 const random = seededRandom(Number(values.seed));
 const programs = {
   solution: fs.readFileSync(path.join(ROOT_DIR, 'labs/single-stage/solution.ts'), 'utf8'),
