@@ -133,7 +133,7 @@ export default defineLab({
     },
     { name: 'totals', env: 'OUTPUT_TOPIC', partitions: 3, role: 'output', description: 'Running count and amount per customer, one record per live order' },
   ],
-  seeds: [{ topic: 'orders', records: 150, keys: 12, transactionSize: 5, abortEvery: 4, value: orderValue }],
+  seeds: [{ topic: 'orders', records: 300, keys: 12, transactionSize: 10, abortEvery: 4, value: orderValue }],
   transform: pipeline,
   origin: originOf,
   kafkaIds: {
