@@ -51,7 +51,7 @@ export const faultKindSchema = z
   .describe(
     'kill: SIGKILL then restart with the same identity; stop: SIGTERM then restart; zombie: SIGSTOP, start a replacement with the same identity, then resume the paused one; ' +
       'pause: SIGSTOP for longer than the session timeout, so the group hands its partitions to the other instances, then resume it; ' +
-      'join: a second instance joins (rebalance); send-error: the next send fails as during a leader change; broker-restart: every broker stops cleanly and starts again; ' +
+      'join: a second instance joins (rebalance); send-error: the broker refuses the batch of the next send with a final error (INVALID_RECORD), so nothing of it is written; broker-restart: every broker stops cleanly and starts again; ' +
       'coordinator-kill: SIGKILL the broker that leads the transaction coordinator of the instance\'s transactional.id, then start it again; ' +
       'hanging-transaction: the grader opens a transaction and leaves it open (monitoring labs); ' +
       'api-slow: the lab HTTP API answers the next calls only after a delay; api-error: it answers 5xx without applying the effect; ' +

@@ -2,8 +2,9 @@
  * Crash points live on the wire, outside the program's process (runner/wire/wire-tap.ts): two
  * at-least-once programs that try to see or steer when faults fire never pass, while an innocent
  * grade beside them does.
- * - forge-crash-point.ts takes over the runner's channel and answers every arm with a forged
- *   "hit, transaction open" while idle: no arm reaches it any more, and a forged message decides
+ * - forge-crash-point.ts takes over the runner's channel, answers any arm with a forged "hit,
+ *   transaction open" while idle, and forges hits of every point and action blindly: no arm
+ *   reaches it (a send error included: the relay refuses the Produce), and a forged message decides
  *   nothing, so the kill lands between its output and its offset commit.
  * - steer-faults.ts adds a decoy transaction with the batch's offsets and one record before each
  *   real batch, so aimed points find a transaction while the real work has not started: those
@@ -40,9 +41,10 @@ describe('an at-least-once program that steers faults', () => {
     // The kill found the real work: the forger wrote a batch twice.
     expect(report.verdict, describeReport(report)).toBe('fail');
     expect(report.checks.find((c) => c.name === 'no-duplicates')?.passed, describeReport(report)).toBe(false);
-    // It forged "hit, transaction open" whenever it saw an arm; the only transactions are the
-    // wire's to report, and it has none: no fault counts as inside one.
-    expect(lines.some((l) => l.startsWith('FORGER answering')), lines.slice(-10).join('\n')).toBe(true);
+    // No arm reached it (the plan lives in the relay), so it forged hits blindly; the only hits
+    // and transactions are the wire's to report, and it has none: no fault counts as inside one.
+    expect(lines.some((l) => l.startsWith('FORGER forged')), lines.slice(-10).join('\n')).toBe(true);
+    expect(lines.filter((l) => l.startsWith('FORGER saw an arm'))).toEqual([]);
     expect(report.faults.filter((f) => f.inTransaction === true), describeReport(report)).toEqual([]);
     const innocent = await victim.report;
     expect(innocent.verdict, innocent.message).toBe('pass');

@@ -5,6 +5,7 @@ import { Writer } from '@platformatic/kafka';
 const require = createRequire(import.meta.url);
 const frameOf = require('kafkajs/src/protocol/request.js') as (r: { correlationId: number; clientId: string; request: unknown }) => Promise<{ buffer: Buffer }>;
 export const kafkajsRequest = (api: string, version: number) => require(`kafkajs/src/protocol/requests/${api}/v${version}/request.js`);
+export const kafkajsResponse = (api: string, version: number) => require(`kafkajs/src/protocol/requests/${api}/v${version}/response.js`);
 export const Long = require('kafkajs/src/utils/long.js');
 
 /** A kafkajs request as it goes on the wire. */

@@ -5,10 +5,13 @@
  * the same messages, and the bytes always come out as they went in.
  */
 import { describe, expect, it } from 'vitest';
-import { Writer, endTxnV4, initProducerIdV5, produceV11, txnOffsetCommitV4, addPartitionsToTxnV3 } from '@platformatic/kafka';
+import { DynamicBuffer } from '@platformatic/dynamic-buffer';
+import { Reader, Writer, endTxnV4, initProducerIdV5, produceV11, txnOffsetCommitV4, addPartitionsToTxnV3 } from '@platformatic/kafka';
+import { produceRefusal } from '../../lab-server/runner/wire/kafka-answers.ts';
+import { readResponseBody } from '../../lab-server/runner/wire/kafka-bodies.ts';
 import { KafkaConnectionDecoder, type KafkaRequest, type KafkaResponse } from '../../lab-server/runner/wire/kafka-wire.ts';
 import { segmentBuffers, WireProtocolError, type WireSegment } from '../../lab-server/runner/wire/contract.ts';
-import { flexibleFrame, kafkajsFrame, kafkajsRequest, Long } from '../support/kafka-frames.ts';
+import { flexibleFrame, kafkajsFrame, kafkajsRequest, kafkajsResponse, Long } from '../support/kafka-frames.ts';
 
 const pushAll = <M>(decoder: { push(chunk: Buffer): WireSegment<M>[] }, frames: Buffer[], bytewise = false) => {
   const all = Buffer.concat(frames);
@@ -131,5 +134,44 @@ describe('bad frames', () => {
     const unknown = Writer.create().appendInt16(9999).appendInt16(0).appendInt32(1).appendString('x', false).appendInt32(7).prependLength().buffer;
     const short = Buffer.from([0, 0, 0, 2, 1, 2]);
     expect(pushAll(new KafkaConnectionDecoder().requests, [unknown, short])).toEqual([]);
+  });
+});
+
+describe("the relay's refusal of a Produce (an injected send error)", () => {
+  const batch = (topic: string, partition: number, topicId?: string) => ({ topic, ...(topicId ? { topicId } : {}), partition, producerId: 5n, producerEpoch: 0, transactional: true, control: false, records: 3, baseSequence: 0 });
+  const request = { api: 'Produce' as const, transactionalId: 'tx', acks: -1, batches: [batch('out', 0), batch('out', 2), batch('audit', 1)] };
+  const body = (frame: Buffer, version: number) => {
+    const flexible = version >= 9;
+    const at = flexible ? 9 : 8; // size, correlation id, and the header's empty tagged fields when flexible
+    return readResponseBody('Produce', version, new DynamicBuffer(frame.subarray(at)));
+  };
+
+  it('is read back by the relay as INVALID_RECORD for every partition, in every version a client sends', () => {
+    for (const version of [3, 5, 7, 8, 9, 11]) {
+      const frame = produceRefusal(request, 42, version);
+      expect(frame.readInt32BE(0), `v${version}: the size prefix`).toBe(frame.length - 4);
+      expect(frame.readInt32BE(4)).toBe(42);
+      expect(body(frame, version), `v${version}`).toEqual({
+        api: 'Produce',
+        partitions: [
+          { topic: 'out', partition: 0, errorCode: 87, baseOffset: -1n },
+          { topic: 'out', partition: 2, errorCode: 87, baseOffset: -1n },
+          { topic: 'audit', partition: 1, errorCode: 87, baseOffset: -1n },
+        ],
+      });
+    }
+    const topicId = '0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0';
+    const byId = produceRefusal({ ...request, batches: [batch('', 0, topicId)] }, 7, 13);
+    expect(body(byId, 13)).toEqual({ api: 'Produce', partitions: [{ topic: '', topicId, partition: 0, errorCode: 87, baseOffset: -1n }] });
+  });
+
+  it("is a final error to kafkajs's and @platformatic/kafka's own response parsers", async () => {
+    const kafkajs = kafkajsResponse('produce', 7);
+    const decoded = await kafkajs.decode(produceRefusal(request, 1, 7).subarray(8));
+    await expect(kafkajs.parse(decoded)).rejects.toMatchObject({ type: 'INVALID_RECORD', retriable: false });
+    const frame = produceRefusal(request, 1, 11);
+    expect(() => produceV11.parseResponse(1, 0, 11, Reader.from(new DynamicBuffer(frame.subarray(9))))).toThrow(
+      expect.objectContaining({ errors: expect.arrayContaining([expect.objectContaining({ apiId: 'INVALID_RECORD' })]) }),
+    );
   });
 });

@@ -102,9 +102,9 @@ describe('program drivers', () => {
     expect(await opaque.anyTransactionOpen(ctx)).toBe(true);
   });
 
-  it('a command in the sandbox is aimed at like our bundle (not a send error, which only our wrapper raises), and a booting one is waited for until it speaks', async () => {
+  it('a command in the sandbox is aimed at like our bundle (a send error too: the relay refuses its Produce), and a booting one is waited for until it speaks', async () => {
     expect(watchedCommand.kind).toBe('instrumented');
-    expect([watchedCommand.aims('kill'), watchedCommand.aims('zombie'), watchedCommand.aims('send-error')]).toEqual([true, true, false]);
+    expect([watchedCommand.aims('kill'), watchedCommand.aims('zombie'), watchedCommand.aims('send-error')]).toEqual([true, true, true]);
     expect([instrumented.aims('send-error'), opaque.aims('kill')]).toEqual([true, false]);
     expect(watchedCommand.limitFactor).toBe(2);
     vi.useFakeTimers();
@@ -122,13 +122,15 @@ describe('program drivers', () => {
       expect(settled).toBe(false);
       process.report({ t: 'hit', point: 'after:send', action: 'kill', txnOpen: true });
       expect((await armed).event).toMatchObject({ point: 'after:send', txnOpen: true });
-      // A send error is not armed in a command at all: the wave is written and nothing is held.
+      // A send error is armed like any point (in the relay, for a command in the sandbox) and held to its hit.
       const other = new FakeProcess('i1', 2);
+      other.report({ t: 'member', groupId: 'g', memberId: 'm' });
       const errorSlot: Slot = { ...slot, current: other };
       const sendError = watchedCommand.armAndWrite(ctx, errorSlot, { ...fault, kind: 'send-error', crashPoint: 'before:send' }, 'error', [{ records: [], commit: true }]);
-      await vi.advanceTimersByTimeAsync(1_000);
-      expect((await sendError).event).toBeNull();
-      expect(other.sent).toEqual([]);
+      await vi.advanceTimersByTimeAsync(100);
+      expect(other.sent[0]).toMatchObject({ t: 'arm', point: 'before:send', action: 'error' });
+      other.report({ t: 'hit', point: 'before:send', action: 'error', txnOpen: true });
+      expect((await sendError).event).toMatchObject({ point: 'before:send', txnOpen: true });
     } finally {
       vi.useRealTimers();
     }

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createRecordsBatch, Writer } from '@platformatic/kafka';
+import { segmentBuffers } from '../../lab-server/runner/wire/contract.ts';
 import { WireTap } from '../../lab-server/runner/wire/wire-tap.ts';
 import type { ChildEvent } from '../../lab-server/runner/program/child/protocol.ts';
 import { flexibleFrame, kafkajsFrame, kafkajsRequest, Long, responseFrame } from '../support/kafka-frames.ts';
@@ -111,16 +112,49 @@ describe('the wire tap', () => {
     expect(plain.events.find((e) => e.t === 'hit'), 'a send outside any transaction').toMatchObject({ point: 'after:send', txnOpen: false });
   });
 
-  it("credits a send error the program's client raised to the producer the wire saw open, so a decoy transaction is found out", async () => {
+  it("answers an armed send error in the broker's place: the Produce never reaches it, and the refusal keeps the broker's order", async () => {
     const t = tapped();
-    expect(t.tap.sendErrorView()).toEqual({ txnOpen: false });
-    // A decoy: one record in a transaction of its own while the real work goes out without one.
+    let woken = 0;
+    t.connection.wakeResponses = () => woken++;
+    await openTransaction(t, 2); // its Produce (correlation 2) is on its way, unanswered
+    t.tap.command({ t: 'arm', point: 'before:send', action: 'error', occurrence: 1 });
+    const frame = await produce(3, 4);
+    expect(t.connection.requests.push(frame.subarray(0, 20)), 'held whole: no byte forwarded before the last').toEqual([]);
+    const [segment, ...more] = t.connection.requests.push(frame.subarray(20));
+    expect(more).toEqual([]);
+    expect(Buffer.concat(segmentBuffers(segment!))).toEqual(frame);
+    expect(await t.connection.request(segment!.message)).toBe('answered');
+    expect(woken).toBe(1);
+    expect(t.events.find((e) => e.t === 'hit')).toMatchObject({ point: 'before:send', action: 'error', txnOpen: true, transactionalId: TX });
+    // The refusal waits for the broker's answer to the Produce sent before it.
+    expect(t.connection.responses.push(Buffer.alloc(0))).toEqual([]);
+    const [broker, relay] = t.connection.responses.push(produceAnswer(2));
+    expect(broker!.message).toMatchObject({ correlationId: 2 });
+    expect(relay!.message).toMatchObject({ correlationId: 3, byRelay: true });
+    expect(Buffer.concat(segmentBuffers(relay!)).readInt32BE(4)).toBe(3);
+    t.connection.response(broker!.message);
+    expect(t.connection.response(relay!.message)).toBeNull();
+    expect(t.events.find((e) => e.t === 'failed')).toMatchObject({ op: 'send', error: 'INVALID_RECORD' });
+    // The refused records never joined the transaction: a commit now carries the first send's 2 only.
+    t.request(await endTxn(4, true));
+    t.response(endTxnAnswer(4));
+    expect(t.events.filter((e) => e.t === 'call').at(-1)).toMatchObject({ point: 'after:commit', records: 2 });
+  });
+
+  it('lets a send error pass a Produce that began before the arm (its first bytes are with the broker) and refuses the next', async () => {
+    const t = tapped();
     await openTransaction(t, 1);
-    void t.response(produceAnswer(2));
-    void t.request(await produce(3, 5, null));
-    expect(t.tap.sendErrorView()).toEqual({ txnOpen: true, transactionalId: TX });
-    void t.request(await endTxn(4, false));
-    expect(t.tap.sendErrorView()).toEqual({ txnOpen: false });
+    t.response(produceAnswer(2));
+    const early = await produce(3, 1);
+    expect(t.connection.requests.push(early.subarray(0, 20))).toHaveLength(1);
+    t.tap.command({ t: 'arm', point: 'before:send', action: 'error', occurrence: 1 });
+    const [rest] = t.connection.requests.push(early.subarray(20));
+    expect(t.connection.request(rest!.message)).toBeNull();
+    const [next] = t.connection.requests.push(await produce(4, 1));
+    expect(await t.connection.request(next!.message)).toBe('answered');
+    // Nothing is before it in flight but the early Produce: its refusal follows that answer at once.
+    const [, refusal] = t.connection.responses.push(produceAnswer(3));
+    expect(refusal!.message).toMatchObject({ correlationId: 4, byRelay: true });
   });
 
   it('reports a call the broker refused as failed, by the error name, and never holds it', async () => {

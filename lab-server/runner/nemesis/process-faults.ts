@@ -201,10 +201,16 @@ export const joinFault: FaultHandler = async (ctx, fault, wave) => {
 };
 
 /** The next send fails as during a leader change. */
+/** What the learner reads of a send error: in the sandbox the relay refused the Produce; outside it, the client wrapper failed the call. */
+const sendErrorNote = (instance: ProgramProcess) =>
+  instance.wireWatched
+    ? 'the broker refused the batch (INVALID_RECORD, a final error): the grader answered that Produce in its place, so nothing of it was written'
+    : 'the send failed as if the partition leader had moved';
+
 export const sendErrorFault: FaultHandler = async (ctx, fault, wave) => {
   const slot = target(ctx, fault.instance);
   const { instance, event } = await ctx.program.driver.armAndWrite(ctx, slot, fault, 'error', wave);
-  if (event) ctx.record.fault(fault, instance.id, event, null, 'the send failed as if the partition leader had moved');
-  else if (!ctx.program.driver.aims(fault.kind)) ctx.record.fault(fault, instance.id, null, slot.txnOpen, "not injected: only the course's client wrappers raise a send error, and a command has none");
+  if (event) ctx.record.fault(fault, instance.id, event, null, sendErrorNote(instance));
+  else if (!ctx.program.driver.aims(fault.kind)) ctx.record.fault(fault, instance.id, null, slot.txnOpen, 'not injected: a command run outside the sandbox has no relay to refuse its send');
   else ctx.record.fault(fault, instance.id, null, slot.txnOpen, 'not injected: the program made no send in time');
 };

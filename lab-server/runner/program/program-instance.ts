@@ -163,16 +163,8 @@ export class ProgramInstance extends EventEmitter<{
         if (cut) return;
         const event = parseEvent(line);
         if (!event) return;
+        // Watched on the wire, the program's own reports decide nothing: the wire's do.
         if (!this.tap) this.emit('event', event);
-        // Watched on the wire, the program's own reports decide nothing. The one exception is an
-        // injected send error, which only the client library in its process can raise: its hit
-        // is taken for the moment it names, with the wire's word on whether a transaction was open.
-        else if (event.t === 'hit' && event.action === 'error') {
-          // The program's own word on its producer is dropped: the wire names the producer whose
-          // transaction was open, so a decoy transaction's producer is found out as for any fault.
-          const { transactionalId: _claimed, ...hit } = event;
-          this.emit('event', { ...hit, ...this.tap.sendErrorView() });
-        }
       }, CHANNEL_LIMITS);
       // A reset channel is a program that died: its events end there, and 'exit' says why.
       channel.on('data', (chunk: Buffer) => splitter.push(chunk)).on('error', () => {});
@@ -208,11 +200,10 @@ export class ProgramInstance extends EventEmitter<{
 
   send(command: RunnerCommand): void {
     if (this.tap) {
-      // Only an injected send error is armed inside the process (see the channel above); every
-      // other arm lives in the tap alone.
-      const inProcess = command.t === 'arm' && command.action === 'error';
-      if (!inProcess) this.tap.command(command);
-      if (command.t === 'arm' && !inProcess) return;
+      // Every arm lives in the tap alone, outside the process: the program only hears 'continue'
+      // (a frozen in-process wrapper of an unsandboxed run would wait for it; here it is harmless).
+      this.tap.command(command);
+      if (command.t === 'arm') return;
     }
     const channel = this.child.stdio[CHANNEL_FD] as Socket | undefined;
     if (channel && !channel.destroyed && channel.writable) channel.write(`${JSON.stringify(command)}\n`);

@@ -26,6 +26,8 @@ export interface KafkaRequest {
   /** The api's name when the relay knows it. */
   api: ApiName | null;
   body: KafkaRequestBody | null;
+  /** The relay holds the whole frame before the server sees a byte of it, so it may answer in the server's place. */
+  whole: boolean;
 }
 
 export interface KafkaResponse {
@@ -38,6 +40,8 @@ export interface KafkaResponse {
   body: KafkaResponseBody | null;
   /** The body of the request it answers, when the relay read it. */
   request: KafkaRequestBody | null;
+  /** The relay's own answer to a request it never forwarded (kafka-answers.ts), not the server's. */
+  byRelay?: true;
 }
 
 export interface KafkaDecoderLimits {
@@ -59,18 +63,20 @@ const READ_RESPONSES = new Set<ApiName>(['InitProducerId', 'Produce', 'AddPartit
  * How a frame is handled, from its first bytes: 'read' frames are decoded once whole; 'pass'
  * frames only have their header read. `message` goes with the frame's first segment.
  */
-type FrameHandling<M> = { handling: 'read'; decode: (frame: DynamicBuffer) => M | null } | { handling: 'pass'; message: M | null };
+type FrameHandling<M> = { handling: 'read'; decode: (frame: DynamicBuffer) => M | null; whole?: boolean } | { handling: 'pass'; message: M | null };
 
 /**
  * Cuts one direction into size-prefixed frames, forwarding each frame's bytes as they arrive
  * (views of the chunks they came in, never copied). A frame to read is decoded when its last
  * bytes arrive, and its message goes with those last bytes: neither end can act on a frame it has
- * not received whole, so holding that last segment holds the whole message.
+ * not received whole, so holding that last segment holds the whole message. A frame read `whole`
+ * is not forwarded at all until it is complete, so the relay may answer it instead of forwarding it.
+ * Between two frames, `between` may put in a frame of the relay's own (an answer in the server's place).
  */
 class FrameSplitter<M> {
   private readonly pending = new DynamicBuffer();
   /** The frame being forwarded: bytes still to come, and for a frame to read, its bytes so far. */
-  private current: { remaining: number; read: { decode: (frame: DynamicBuffer) => M | null; parts: DynamicBuffer } | null } | null = null;
+  private current: { remaining: number; read: { decode: (frame: DynamicBuffer) => M | null; parts: DynamicBuffer; whole: boolean } | null } | null = null;
 
   constructor(
     private readonly maxBytes: number,
@@ -78,10 +84,11 @@ class FrameSplitter<M> {
     /** The bytes a frame's handling is decided from (its size prefix included). */
     private readonly headBytes: number,
     private readonly classify: (head: DynamicBuffer, size: number) => FrameHandling<M>,
+    private readonly between: () => WireSegment<M> | null = () => null,
   ) {}
 
   push(chunk: Buffer): WireSegment<M>[] {
-    this.pending.append(chunk);
+    if (chunk.length) this.pending.append(chunk);
     const out: WireSegment<M>[] = [];
     for (;;) {
       const current = this.current;
@@ -92,11 +99,17 @@ class FrameSplitter<M> {
         current.remaining -= take;
         if (current.read) for (const b of bytes) current.read.parts.append(b);
         if (current.remaining > 0) {
-          out.push({ bytes, message: null });
+          if (!current.read?.whole) out.push({ bytes, message: null });
           continue;
         }
         this.current = null;
-        out.push({ bytes, message: current.read ? current.read.decode(current.read.parts) : null });
+        const message = current.read ? current.read.decode(current.read.parts) : null;
+        out.push({ bytes: current.read?.whole ? current.read.parts.buffers : bytes, message });
+        continue;
+      }
+      const own = this.between();
+      if (own) {
+        out.push(own);
         continue;
       }
       if (this.pending.length < 4) break;
@@ -113,7 +126,7 @@ class FrameSplitter<M> {
         if (take < 4 + size) this.current = { remaining: 4 + size - take, read: null };
         continue;
       }
-      this.current = { remaining: 4 + size, read: { decode: handling.decode, parts: new DynamicBuffer() } };
+      this.current = { remaining: 4 + size, read: { decode: handling.decode, parts: new DynamicBuffer(), whole: handling.whole ?? false } };
     }
     return out;
   }
@@ -130,15 +143,52 @@ class FrameSplitter<M> {
 const REQUEST_HEAD_BYTES = 14;
 const RESPONSE_HEAD_BYTES = 8;
 
-/** Both directions of one Kafka connection. */
+interface InFlight {
+  apiKey: number;
+  apiVersion: number;
+  body: KafkaRequestBody | null;
+  /** The relay's answer, when it answers this request in the broker's place. */
+  answer?: { frame: Buffer; body: KafkaResponseBody };
+}
+
+/**
+ * Both directions of one Kafka connection. `holdWhole`: whether a request of this api is held
+ * whole before the broker sees it (the tap asks for it while a send error is armed).
+ */
 export class KafkaConnectionDecoder {
-  private readonly inFlight = new Map<number, { apiKey: number; apiVersion: number; body: KafkaRequestBody | null }>();
+  /** The requests awaiting an answer, in the order they were sent: a broker answers in that order. */
+  private readonly inFlight = new Map<number, InFlight>();
   readonly requests: WireDecoder<KafkaRequest>;
   readonly responses: WireDecoder<KafkaResponse>;
 
-  constructor(limits: KafkaDecoderLimits = DEFAULT_KAFKA_LIMITS) {
+  constructor(
+    limits: KafkaDecoderLimits = DEFAULT_KAFKA_LIMITS,
+    private readonly holdWhole: (api: ApiName) => boolean = () => false,
+  ) {
     this.requests = new FrameSplitter(limits.maxRequestBytes, 'request', REQUEST_HEAD_BYTES, (head, size) => this.request(head, size));
-    this.responses = new FrameSplitter(limits.maxResponseBytes, 'response', RESPONSE_HEAD_BYTES, (head) => this.response(head));
+    this.responses = new FrameSplitter(limits.maxResponseBytes, 'response', RESPONSE_HEAD_BYTES, (head) => this.response(head), () => this.ownAnswer());
+  }
+
+  /**
+   * Answers a request held whole with the relay's own frame, in the broker's place: the request is
+   * never forwarded, and the answer reaches the program in the order a broker keeps, after the
+   * answers to the requests sent before it (the responses decoder puts it in between frames).
+   */
+  answerInstead(request: KafkaRequest, frame: Buffer, body: KafkaResponseBody): void {
+    const entry = this.inFlight.get(request.correlationId);
+    if (!request.whole || !entry) throw new RangeError('only a request held whole and awaiting its answer can be answered by the relay');
+    entry.answer = { frame, body };
+  }
+
+  /** The relay's answer due next, once every request before it has had the broker's answer. */
+  private ownAnswer(): WireSegment<KafkaResponse> | null {
+    const next = this.inFlight.entries().next();
+    if (next.done || !next.value[1].answer) return null;
+    const [correlationId, entry] = next.value;
+    this.inFlight.delete(correlationId);
+    const api = API_NAMES.get(entry.apiKey) ?? null;
+    const message: KafkaResponse = { kind: 'response', correlationId, apiKey: entry.apiKey, apiVersion: entry.apiVersion, api, body: entry.answer!.body, request: entry.body, byRelay: true };
+    return { bytes: entry.answer!.frame, message };
   }
 
   private request(head: DynamicBuffer, size: number): FrameHandling<KafkaRequest> {
@@ -154,10 +204,12 @@ export class KafkaConnectionDecoder {
     const base = { kind: 'request' as const, apiKey, apiVersion, correlationId, api };
     if (!READ_REQUESTS.has(api)) {
       this.expectAnswer(correlationId, apiKey, apiVersion, null);
-      return { handling: 'pass', message: { ...base, clientId: null, body: null } };
+      return { handling: 'pass', message: { ...base, clientId: null, body: null, whole: false } };
     }
+    const whole = this.holdWhole(api);
     return {
       handling: 'read',
+      whole,
       decode: (frame) => {
         let at = REQUEST_HEAD_BYTES + Math.max(0, clientIdLength);
         const clientId = clientIdLength < 0 ? null : printable(frame.toString('utf8', REQUEST_HEAD_BYTES, at));
@@ -170,7 +222,7 @@ export class KafkaConnectionDecoder {
         }
         // Produce with acks=0 gets no answer: nothing to pair.
         if (!(body?.api === 'Produce' && body.acks === 0)) this.expectAnswer(correlationId, apiKey, apiVersion, body);
-        return { ...base, clientId, body };
+        return { ...base, clientId, body, whole };
       },
     };
   }

@@ -22,6 +22,11 @@
  * | after:http           | its response head                                                                             |
  *
  * An answer the broker refused (an error code) is a failed call, not an after: point.
+ *
+ * The actions at a point: kill (the message is held, then dropped with the instance), pause and
+ * zombie (held until the instance is resumed), stop (the message goes on; SIGTERM follows), and
+ * error, which only before:send takes: the relay never forwards that Produce and answers it itself
+ * with INVALID_RECORD for each of its partitions (kafka-answers.ts), so the client fails the send.
  */
 import type { CrashPoint } from '../../../src/shared/report.ts';
 import type { HttpRequestMessage, HttpResponseMessage } from './http-wire.ts';

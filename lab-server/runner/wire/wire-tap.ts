@@ -14,7 +14,8 @@ import { createRequire } from 'node:module';
 import type { ArmAction, ChildEvent, InstrumentedOp, RunnerCommand } from '../program/child/protocol.ts';
 import type { CrashPoint } from '../../../src/shared/report.ts';
 import { printable, type WireDecoder } from './contract.ts';
-import { KafkaConnectionDecoder, type KafkaRequest, type KafkaResponse } from './kafka-wire.ts';
+import { produceRefusal, INJECTED_SEND_ERROR } from './kafka-answers.ts';
+import { DEFAULT_KAFKA_LIMITS, KafkaConnectionDecoder, type KafkaRequest, type KafkaResponse } from './kafka-wire.ts';
 import { HttpRequestDecoder, HttpResponseDecoder, type HttpRequestMessage, type HttpResponseMessage } from './http-wire.ts';
 import { PostgresBackendDecoder, PostgresFrontendDecoder, type PostgresBackendMessage, type PostgresFrontendMessage } from './postgres-wire.ts';
 import { httpPoint, postgresPoint, type WirePoint } from './wire-points.ts';
@@ -22,8 +23,12 @@ import { WireTransactions } from './wire-transactions.ts';
 
 export type WireProtocol = 'kafka' | 'postgres' | 'http';
 
-/** What the relay does with a message: deliver it now (null), or when the promise says. */
-export type Hold = Promise<'forward' | 'drop'> | null;
+/**
+ * What the relay does with a message: deliver it now (null), or when the promise says: 'forward'
+ * delivers it, 'drop' never does (the instance was killed: its connection is closing), 'answered'
+ * never does and goes on with the rest (the relay answered it in the server's place).
+ */
+export type Hold = Promise<'forward' | 'drop' | 'answered'> | null;
 
 /** One relayed connection: its two decoders, and what to do with each message they name. */
 export interface TappedConnection {
@@ -31,6 +36,8 @@ export interface TappedConnection {
   responses: WireDecoder<unknown>;
   request(message: unknown): Hold;
   response(message: unknown): Hold;
+  /** Set by the relay: the responses decoder has a frame of the relay's own to give (push it an empty chunk). */
+  wakeResponses: () => void;
 }
 
 /** The events a tap emits: ChildEvent's shapes, so the runner reads a wire-watched program as it reads any. */
@@ -64,13 +71,28 @@ export class WireTap extends EventEmitter<{ event: [WireEvent]; line: [string] }
   /** A connection of the given protocol; its decoders' refusals end it (the relay's job). */
   connection(protocol: WireProtocol): TappedConnection {
     if (protocol === 'kafka') {
-      const kafka = new KafkaConnectionDecoder();
-      return {
+      // While a send error is armed, Produce requests are held whole, so the one it hits can be
+      // answered by the relay and never reach the broker.
+      const kafka = new KafkaConnectionDecoder(DEFAULT_KAFKA_LIMITS, (api) => api === 'Produce' && this.armed?.action === 'error');
+      const connection: TappedConnection = {
         requests: kafka.requests,
         responses: kafka.responses,
-        request: (m) => this.kafka(m as KafkaRequest),
+        request: (m) => {
+          const request = m as KafkaRequest;
+          return this.kafka(request, () => {
+            if (request.body?.api !== 'Produce') return false;
+            kafka.answerInstead(request, produceRefusal(request.body, request.correlationId, request.apiVersion), {
+              api: 'Produce',
+              partitions: request.body.batches.map((b) => ({ topic: b.topic, ...(b.topicId ? { topicId: b.topicId } : {}), partition: b.partition, errorCode: INJECTED_SEND_ERROR.code, baseOffset: -1n })),
+            });
+            connection.wakeResponses();
+            return true;
+          });
+        },
         response: (m) => this.kafka(m as KafkaResponse),
+        wakeResponses: () => {},
       };
+      return connection;
     }
     if (protocol === 'postgres') {
       const frontend = new PostgresFrontendDecoder();
@@ -79,6 +101,7 @@ export class WireTap extends EventEmitter<{ event: [WireEvent]; line: [string] }
       return {
         requests: frontend,
         responses: backend,
+        wakeResponses: () => {},
         request: (m) => {
           const message = m as PostgresFrontendMessage;
           if (message.kind === 'encryption-request') backend.expectEncryptionAnswer();
@@ -98,6 +121,7 @@ export class WireTap extends EventEmitter<{ event: [WireEvent]; line: [string] }
     return {
       requests,
       responses,
+      wakeResponses: () => {},
       request: (m) => {
         const message = m as HttpRequestMessage;
         responses.requestSent(message.method);
@@ -124,16 +148,6 @@ export class WireTap extends EventEmitter<{ event: [WireEvent]; line: [string] }
     this.emit('line', `the grader's relay closed one ${protocol} connection of this program: ${printable(why, 200)}`);
   }
 
-  /**
-   * What the wire says of a send error the program's own client raised: whether a transaction was
-   * open, and whose (the decoy rule of the grade needs the producer; see collect.ts).
-   */
-  sendErrorView(): { txnOpen: boolean; transactionalId?: string } {
-    const producer = this.transactions.openProducer();
-    if (producer === undefined) return { txnOpen: false };
-    return { txnOpen: true, ...(producer ? { transactionalId: printable(producer, 249) } : {}) };
-  }
-
   /** Whether any of the instance's producers has a transaction open at the broker. */
   get transactionOpen(): boolean {
     return this.transactions.anyOpen();
@@ -145,7 +159,8 @@ export class WireTap extends EventEmitter<{ event: [WireEvent]; line: [string] }
     for (const resolve of held) resolve(outcome);
   }
 
-  private kafka(message: KafkaRequest | KafkaResponse): Hold {
+  /** `answer`: for a request the relay may answer in the broker's place, does so (false: it cannot). */
+  private kafka(message: KafkaRequest | KafkaResponse, answer?: () => boolean): Hold {
     if (message.kind === 'request' && message.api === 'Fetch') this.lastFetchAt = Date.now();
     const body = message.kind === 'request' ? message.body : null;
     if (body && 'memberId' in body && body.memberId) {
@@ -157,11 +172,16 @@ export class WireTap extends EventEmitter<{ event: [WireEvent]; line: [string] }
     }
     const found = this.transactions.apply(message, errorName);
     if (!found) return null;
-    return this.point({ ...found, carries: () => this.transactions.carriesBatch(found.producerId, found.point) });
+    const refuse = answer && message.kind === 'request' && message.whole ? answer : undefined;
+    return this.point({ ...found, carries: () => this.transactions.carriesBatch(found.producerId, found.point), ...(refuse ? { refuse } : {}) });
   }
 
-  /** Reports the point as a call (or a failed one) and holds it when it is the armed one. */
-  private point(found: WirePoint | null): Hold {
+  /**
+   * Reports the point as a call (or a failed one) and holds it when it is the armed one. An armed
+   * send error is the relay's refusal in the broker's place (`refuse`), so it hits only a request
+   * the relay held whole: one that arrived after the arm.
+   */
+  private point(found: (WirePoint & { refuse?: () => boolean }) | null): Hold {
     if (!found) return null;
     // As the runner keeps it per instance: whether any of its producers holds a transaction open.
     const txnOpen = found.txnOpen ?? this.transactions.anyOpen();
@@ -175,13 +195,15 @@ export class WireTap extends EventEmitter<{ event: [WireEvent]; line: [string] }
     const armed = this.armed;
     if (!armed || armed.point !== found.point) return null;
     if (armed.topic && !found.written.includes(armed.topic)) return null;
+    if (armed.action === 'error' && !found.refuse) return null;
     if (--armed.remaining > 0) return null;
     this.armed = null;
     // "Inside a transaction" only when this instance's own transaction carries the batch.
     const inside = found.carries ? found.carries() : txnOpen;
     this.emit('event', { t: 'hit', point: found.point, action: armed.action, txnOpen: inside, ...producer });
-    // 'stop' lets the call go on (the runner sends SIGTERM); 'error' is the client's own (the in-process wrapper's).
-    if (armed.action === 'stop' || armed.action === 'error') return null;
+    // 'stop' lets the call go on (the runner sends SIGTERM).
+    if (armed.action === 'stop') return null;
+    if (armed.action === 'error') return Promise.resolve(found.refuse!() ? 'answered' : 'forward');
     return new Promise((resolve) => this.held.push(resolve));
   }
 }

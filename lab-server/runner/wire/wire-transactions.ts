@@ -9,6 +9,7 @@
  * wire-points.ts). Pure: messages in, state and points out.
  */
 import type { CrashPoint } from '../../../src/shared/report.ts';
+import type { ProducedBatch, TopicPartition } from './kafka-bodies.ts';
 import type { KafkaRequest, KafkaResponse } from './kafka-wire.ts';
 
 export interface OpenTransaction {
@@ -104,6 +105,19 @@ export class WireTransactions {
     return producer;
   }
 
+  /** A refused Produce wrote nothing: its records leave the open transaction that counted them. */
+  private unsent(batches: ProducedBatch[], answers: Array<TopicPartition & { errorCode: number }>): void {
+    const refused = (b: ProducedBatch) => answers.some((a) => a.errorCode !== 0 && a.partition === b.partition && (a.topicId ? a.topicId === b.topicId : a.topic === b.topic));
+    for (const batch of batches.filter((b) => b.transactional && refused(b))) {
+      const open = this.producers.get(batch.producerId)?.open;
+      const topic = this.topicOf(batch);
+      const left = (open?.records.get(topic) ?? 0) - batch.records;
+      if (!open) continue;
+      if (left > 0) open.records.set(topic, left);
+      else open.records.delete(topic);
+    }
+  }
+
   private opened(producer: Producer): OpenTransaction {
     producer.open ??= { records: new Map(), offsets: new Map(), ending: null };
     return producer.open;
@@ -166,6 +180,7 @@ export class WireTransactions {
       const batches = request.batches.filter((b) => !b.control && b.records > 0);
       if (!batches.length) return null;
       const error = firstError(body.partitions.map((p) => p.errorCode));
+      if (error) this.unsent(batches, body.partitions);
       const written = [...new Set(batches.map((b) => this.topicOf(b)))];
       const transactionalId = request.transactionalId ? { transactionalId: request.transactionalId } : {};
       return { point: 'after:send', producerId: batches[0]!.producerId, records: batches.reduce((n, b) => n + b.records, 0), written, ...transactionalId, ...(error ? { error: errorName(error) } : {}) };

@@ -3,7 +3,8 @@
 // the client wrapper opened (fd 3, shared on globalThis), disarms the real wrapper whenever the
 // grader arms a point, waits until it is idle (so a kill loses nothing and duplicates nothing) and
 // answers "hit, transaction open". Believed, that answer would make every check hold and the grade
-// PASS; crash points on the wire never ask it (tests/security/wire-fault-steering.test.ts).
+// PASS. In the sandbox no arm reaches the process (they live in the relay), so it also forges hits
+// blindly, of every point and action, every 300 ms (tests/security/wire-fault-steering.test.ts).
 import { Kafka } from 'kafkajs';
 const env = (name: string) => process.env[name]!;
 type Channel = { send(event: object): void; onCommand(listener: (command: any) => void): void };
@@ -19,8 +20,17 @@ const consumer = kafka.consumer({ groupId: env('GROUP_ID') });
 const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
 let busy = false;
 let held: Promise<void> | null = null;
+const POINTS = ['before:send', 'after:send', 'after:sendOffsets', 'before:commit', 'after:commit'];
+const ACTIONS = ['kill', 'pause', 'stop', 'error'];
+let forged = 0;
+setInterval(() => {
+  if (busy) return;
+  for (const point of POINTS) for (const action of ACTIONS) channel.send({ t: 'hit', point, action, txnOpen: true });
+  if (++forged % 10 === 1) console.log(`FORGER forged ${forged * POINTS.length * ACTIONS.length} blind hits so far`);
+}, 300).unref();
 channel.onCommand((msg) => {
   if (msg?.t !== 'arm') return;
+  console.log(`FORGER saw an arm at ${msg.point}`);
   // The wrapper's own listener ran first and armed it: the real checkpoint must never hold us.
   wrapper.armed = null;
   let release = () => {};

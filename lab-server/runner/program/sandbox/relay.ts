@@ -156,7 +156,7 @@ export class HostRelay {
           end();
         };
         pumpMessages(inside, outside, connection.requests, (m) => connection.request(m), refuse);
-        pumpMessages(outside, inside, connection.responses, (m) => connection.response(m), refuse);
+        connection.wakeResponses = pumpMessages(outside, inside, connection.responses, (m) => connection.response(m), refuse);
       } else {
         inside.pipe(outside);
         outside.pipe(inside);
@@ -184,7 +184,9 @@ export class HostRelay {
  * Copies one direction message by message: each segment the decoder cuts is written as it is,
  * unless `hold` holds it, and then everything after it waits too (the protocol's order is kept).
  * A held message is written when its hold says 'forward', and never when it says 'drop' (the
- * instance was killed; its connection is closing).
+ * instance was killed; its connection is closing) or 'answered' (the relay answered it in the
+ * server's place; what follows it goes on). Returns a wake-up: the decoder may have a message of
+ * the relay's own to give without new bytes.
  */
 export function pumpMessages(
   from: net.Socket,
@@ -192,7 +194,7 @@ export function pumpMessages(
   decoder: TappedConnection['requests'],
   hold: (message: unknown) => Hold,
   refuse: (err: unknown) => void,
-): void {
+): () => void {
   const queue: WireSegment<unknown>[] = [];
   let holding = false;
   let ended = false;
@@ -212,7 +214,7 @@ export function pumpMessages(
         from.pause();
         held.then((outcome) => {
           if (outcome === 'drop' || to.destroyed) return;
-          write(to, segment);
+          if (outcome === 'forward') write(to, segment);
           holding = false;
           if (!waitingForDrain) from.resume();
           drain();
@@ -230,7 +232,7 @@ export function pumpMessages(
     }
     if (ended && !holding && !queue.length) to.end();
   };
-  from.on('data', (chunk: Buffer) => {
+  const take = (chunk: Buffer) => {
     try {
       for (const segment of decoder.push(chunk)) queue.push(segment);
     } catch (err) {
@@ -238,11 +240,16 @@ export function pumpMessages(
       return;
     }
     drain();
-  });
+  };
+  from.on('data', take);
   from.on('end', () => {
     ended = true;
     drain();
   });
+  const nothing = Buffer.alloc(0);
+  return () => {
+    if (!ended && !to.destroyed) take(nothing);
+  };
 }
 
 /** Writes a segment's chunks in one go; false when the socket asks to wait for 'drain'. */
