@@ -2,7 +2,7 @@
  * The proof that every lab is gradeable: `kafkaiq check` on all of them, on the real broker (and
  * the 3-node cluster for the failover labs), with the full fault plans (kills, a zombie, broker
  * restarts, a killed transaction coordinator). Solutions take the full plan; programs that must fail
- * take the quick plan first (see checkLabs). Each lab is one assertion, so a failure names the lab,
+ * take the quick plan, or the full one when their `// full-plan:` line says why (see checkLabs). Each lab is one assertion, so a failure names the lab,
  * the program and what the grader said.
  *
  * The matrix is cut into shards (tests/labs-<n>.test.ts), one test file each, so that the kafka

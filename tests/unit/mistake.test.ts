@@ -80,7 +80,7 @@ describe('a variant only the full plan catches', () => {
     expect(describeVariant(mistake('@@', '-send(a);', '+send(b);')).fullPlan).toBeNull();
     const plans = new Map((await labFixtures(listLabIds())).filter((f) => f.program.startsWith('broken/')).map((f) => [`${f.lab}/${f.program}`, f.failPlan]));
     expect(plans.get('multi-stage/broken/enrich-offsets-after-commit')).toBe('full');
-    expect(plans.get('copy/broken/read-uncommitted')).toBe('quick-then-full');
+    expect(plans.get('copy/broken/read-uncommitted')).toBe('quick');
   });
 });
 
