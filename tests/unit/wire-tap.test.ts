@@ -27,11 +27,11 @@ function tapped() {
 
 const init = (c: number) => kafkajsFrame(c, kafkajsRequest('initProducerId', 1)({ transactionalId: TX, transactionTimeout: 30000 }));
 const initAnswer = (c: number) => responseFrame(c, Writer.create().appendInt32(0).appendInt16(0).appendInt64(7001n).appendInt16(0), false);
-const produce = (c: number, records: number, transactionalId: string | null = TX) =>
+const produce = (c: number, records: number, transactionalId: string | null = TX, acks = -1) =>
   kafkajsFrame(
     c,
     kafkajsRequest('produce', 3)({
-      acks: -1,
+      acks,
       timeout: 1000,
       transactionalId,
       producerId,
@@ -155,6 +155,16 @@ describe('the wire tap', () => {
     // Nothing is before it in flight but the early Produce: its refusal follows that answer at once.
     const [, refusal] = t.connection.responses.push(produceAnswer(3));
     expect(refusal!.message).toMatchObject({ correlationId: 4, byRelay: true });
+  });
+
+  it('never answers a Produce with acks=0, which a broker does not answer either', async () => {
+    const t = tapped();
+    t.tap.command({ t: 'arm', point: 'before:send', action: 'error', occurrence: 1 });
+    const [unanswered] = t.connection.requests.push(await produce(1, 1, null, 0));
+    expect(t.connection.request(unanswered!.message)).toBeNull();
+    expect(t.events.some((e) => e.t === 'hit')).toBe(false);
+    const [next] = t.connection.requests.push(await produce(2, 1, null));
+    expect(await t.connection.request(next!.message)).toBe('answered');
   });
 
   it('reports a call the broker refused as failed, by the error name, and never holds it', async () => {

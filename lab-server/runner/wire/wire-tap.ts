@@ -172,7 +172,9 @@ export class WireTap extends EventEmitter<{ event: [WireEvent]; line: [string] }
     }
     const found = this.transactions.apply(message, errorName);
     if (!found) return null;
-    const refuse = answer && message.kind === 'request' && message.whole ? answer : undefined;
+    // A Produce with acks=0 gets no answer from a broker, so none from the relay either.
+    const answerable = message.kind === 'request' && message.whole && !(body?.api === 'Produce' && body.acks === 0);
+    const refuse = answer && answerable ? answer : undefined;
     return this.point({ ...found, carries: () => this.transactions.carriesBatch(found.producerId, found.point), ...(refuse ? { refuse } : {}) });
   }
 
