@@ -72,15 +72,16 @@ export class InstrumentedDriver implements ProgramDriver {
     const fallbackPoint: CrashPoint = ctx.lab.database ? 'after:db-write' : 'after:send';
     // An owed fault armed again (fault-obligations.ts) keeps its own point through the spare wave:
     // falling back to an earlier point of the same unit of work (a row write before its commit)
-    // would land there again on every try, and the aimed point would never be reached.
-    const retry = (fault.attempt ?? 1) > 1;
-    if (!event && (retry || fault.crashPoint !== fallbackPoint || fault.topic) && instance.alive) {
+    // would land there again on every try, and the aimed point would never be reached. A send
+    // error keeps it too: only a Produce on its way can be refused (wire-points.ts).
+    const samePoint = (fault.attempt ?? 1) > 1 || action === 'error';
+    if (!event && (samePoint || fault.crashPoint !== fallbackPoint || fault.topic) && instance.alive) {
       const spare = ctx.input.nextWave();
       if (spare.length) {
-        const fallback = retry ? armAt(ctx, instance, fault.crashPoint, action, 1, fault.topic, arm) : armAt(ctx, instance, fallbackPoint, action, 1, undefined, arm);
+        const fallback = samePoint ? armAt(ctx, instance, fault.crashPoint, action, 1, fault.topic, arm) : armAt(ctx, instance, fallbackPoint, action, 1, undefined, arm);
         await ctx.input.writeWave(spare);
         event = await fallback;
-        if (event && retry && fault.topic) event = { ...event, aimedAt: fault.topic };
+        if (event && samePoint && fault.topic) event = { ...event, aimedAt: fault.topic };
       }
     }
     if (!event) await sleep(fault.delayMs);
