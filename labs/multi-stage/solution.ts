@@ -1,7 +1,7 @@
 // Three exactly-once stages in one program: filter -> enrich -> aggregate. Each stage is its own
 // consumer group with one transactional producer per input partition; the aggregate stage keeps
 // its running totals in a changelog topic written in the same transaction as its output.
-import { Kafka, type KafkaMessage, type Message, type Producer } from 'kafkajs';
+import { Kafka, KafkaJSError, type KafkaMessage, type Message, type Producer } from 'kafkajs';
 
 const env = (name: string): string => {
   const value = process.env[name];
@@ -145,7 +145,7 @@ async function runStage(stage: Stage): Promise<() => Promise<void>> {
           await txn.sendOffsets({ consumerGroupId: stage.groupId, topics: [{ topic, partitions: [{ partition, offset: String(next) }] }] });
           await txn.commit();
         } catch (err) {
-          if (txn.isActive()) await txn.abort().catch(() => {});
+          const aborted = txn.isActive() && (await txn.abort().then(() => true, () => false));
           if (isFenced(err)) {
             // A newer owner of this partition exists: we were paused or cut off (a zombie).
             console.error(`${stage.name}: fenced on partition ${partition}, exiting`);
@@ -153,7 +153,10 @@ async function runStage(stage: Stage): Promise<() => Promise<void>> {
           }
           // Forget the slot (and its state): the retry fences, re-reads the offset and restores.
           await dropSlot(partition);
-          throw err;
+          // Aborted for sure: read the batch again in this process (kafkajs restarts a consumer whose
+          // batch failed with a retriable error). Anything else (a commit whose outcome is unknown, a
+          // failed abort) ends the program, and the fresh start fences whatever was left open.
+          throw aborted ? new KafkaJSError(`batch aborted (${(err as Error).message}), reading it again`, { retriable: true }) : err;
         }
         for (const [key, totals] of work.totals ?? []) current.totals.set(key, totals);
         current.committed = next;
