@@ -66,18 +66,6 @@ export class WireTransactions {
     return producerId === null ? null : (this.producers.get(producerId)?.open ?? null);
   }
 
-  /**
-   * The transactional id of a producer of the instance with a transaction open at the broker (one
-   * carrying records first), or undefined when none is open; null for a producer whose id the
-   * relay did not see. A fault the program raises itself (send-error) is credited to it, so the
-   * grade's rule for decoy transactions applies to it like to any fault.
-   */
-  openProducer(): string | null | undefined {
-    const open = [...this.producers.values()].filter((p) => p.open !== null && p.open.ending !== 'abort');
-    const carrying = open.find((p) => [...p.open!.records.values()].some((n) => n > 0));
-    return (carrying ?? open[0])?.transactionalId;
-  }
-
   /** Whether any producer of the instance has a transaction open at the broker (it wrote, added or put offsets in it). */
   anyOpen(): boolean {
     return [...this.producers.values()].some((p) => p.open !== null);
