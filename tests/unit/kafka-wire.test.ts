@@ -148,7 +148,7 @@ describe("the relay's refusal of a Produce (an injected send error)", () => {
 
   it('is read back by the relay as INVALID_RECORD for every partition, in every version a client sends', () => {
     for (const version of [3, 5, 7, 8, 9, 11]) {
-      const frame = produceRefusal(request, 42, version);
+      const { frame } = produceRefusal(request, 42, version);
       expect(frame.readInt32BE(0), `v${version}: the size prefix`).toBe(frame.length - 4);
       expect(frame.readInt32BE(4)).toBe(42);
       expect(body(frame, version), `v${version}`).toEqual({
@@ -161,15 +161,15 @@ describe("the relay's refusal of a Produce (an injected send error)", () => {
       });
     }
     const topicId = '0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0';
-    const byId = produceRefusal({ ...request, batches: [batch('', 0, topicId)] }, 7, 13);
+    const { frame: byId } = produceRefusal({ ...request, batches: [batch('', 0, topicId)] }, 7, 13);
     expect(body(byId, 13)).toEqual({ api: 'Produce', partitions: [{ topic: '', topicId, partition: 0, errorCode: 87, baseOffset: -1n }] });
   });
 
   it("is a final error to kafkajs's and @platformatic/kafka's own response parsers", async () => {
     const kafkajs = kafkajsResponse('produce', 7);
-    const decoded = await kafkajs.decode(produceRefusal(request, 1, 7).subarray(8));
+    const decoded = await kafkajs.decode(produceRefusal(request, 1, 7).frame.subarray(8));
     await expect(kafkajs.parse(decoded)).rejects.toMatchObject({ type: 'INVALID_RECORD', retriable: false });
-    const frame = produceRefusal(request, 1, 11);
+    const { frame } = produceRefusal(request, 1, 11);
     expect(() => produceV11.parseResponse(1, 0, 11, Reader.from(new DynamicBuffer(frame.subarray(9))))).toThrow(
       expect.objectContaining({ errors: expect.arrayContaining([expect.objectContaining({ apiId: 'INVALID_RECORD' })]) }),
     );

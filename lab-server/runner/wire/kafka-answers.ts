@@ -9,7 +9,7 @@
  * the Java client) expects it. Kafka's message definitions (ProduceResponse.json) give the layout.
  */
 import { Writer } from '@platformatic/kafka';
-import { FIRST_FLEXIBLE, type KafkaRequestBody } from './kafka-bodies.ts';
+import { FIRST_FLEXIBLE, type KafkaRequestBody, type KafkaResponseBody } from './kafka-bodies.ts';
 
 export const INJECTED_SEND_ERROR = { code: 87, name: 'INVALID_RECORD' } as const;
 const MESSAGE = 'refused by the grader (an injected send error): the batch was not written';
@@ -30,14 +30,19 @@ function partitionsByTopic(request: ProduceRequest): Array<{ topic: string; topi
 
 /**
  * A whole response frame (size prefix, header, body) refusing every partition of `request` with
- * INVALID_RECORD, for the request's correlation id and version.
+ * INVALID_RECORD, for the request's correlation id and version, and that answer as the relay reads it.
  */
-export function produceRefusal(request: ProduceRequest, correlationId: number, version: number): Buffer {
+export function produceRefusal(request: ProduceRequest, correlationId: number, version: number): { frame: Buffer; body: KafkaResponseBody } {
+  const topics = partitionsByTopic(request);
+  const body: KafkaResponseBody = {
+    api: 'Produce',
+    partitions: topics.flatMap(({ partitions, ...topic }) => partitions.map((partition) => ({ ...topic, partition, errorCode: INJECTED_SEND_ERROR.code, baseOffset: -1n }))),
+  };
   const flexible = version >= FIRST_FLEXIBLE.Produce;
   const w = Writer.create().appendInt32(correlationId);
   if (flexible) w.appendTaggedFields();
   w.appendArray(
-    partitionsByTopic(request),
+    topics,
     (t, topic) => {
       if (version >= 13) t.appendUUID(topic.topicId ?? null);
       else t.appendString(topic.topic, flexible);
@@ -61,5 +66,5 @@ export function produceRefusal(request: ProduceRequest, correlationId: number, v
   );
   if (version >= 1) w.appendInt32(0); // throttle time
   if (flexible) w.appendTaggedFields();
-  return w.prependLength().buffer;
+  return { frame: w.prependLength().buffer, body };
 }

@@ -14,7 +14,7 @@ import { createRequire } from 'node:module';
 import type { ArmAction, ChildEvent, InstrumentedOp, RunnerCommand } from '../program/child/protocol.ts';
 import type { CrashPoint } from '../../../src/shared/report.ts';
 import { printable, type WireDecoder } from './contract.ts';
-import { produceRefusal, INJECTED_SEND_ERROR } from './kafka-answers.ts';
+import { produceRefusal } from './kafka-answers.ts';
 import { DEFAULT_KAFKA_LIMITS, KafkaConnectionDecoder, type KafkaRequest, type KafkaResponse } from './kafka-wire.ts';
 import { HttpRequestDecoder, HttpResponseDecoder, type HttpRequestMessage, type HttpResponseMessage } from './http-wire.ts';
 import { PostgresBackendDecoder, PostgresFrontendDecoder, type PostgresBackendMessage, type PostgresFrontendMessage } from './postgres-wire.ts';
@@ -81,10 +81,8 @@ export class WireTap extends EventEmitter<{ event: [WireEvent]; line: [string] }
           const request = m as KafkaRequest;
           return this.kafka(request, () => {
             if (request.body?.api !== 'Produce') return false;
-            kafka.answerInstead(request, produceRefusal(request.body, request.correlationId, request.apiVersion), {
-              api: 'Produce',
-              partitions: request.body.batches.map((b) => ({ topic: b.topic, ...(b.topicId ? { topicId: b.topicId } : {}), partition: b.partition, errorCode: INJECTED_SEND_ERROR.code, baseOffset: -1n })),
-            });
+            const { frame, body } = produceRefusal(request.body, request.correlationId, request.apiVersion);
+            kafka.answerInstead(request, frame, body);
             connection.wakeResponses();
             return true;
           });

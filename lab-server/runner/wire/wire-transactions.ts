@@ -98,9 +98,9 @@ export class WireTransactions {
     const refused = (b: ProducedBatch) => answers.some((a) => a.errorCode !== 0 && a.partition === b.partition && (a.topicId ? a.topicId === b.topicId : a.topic === b.topic));
     for (const batch of batches.filter((b) => b.transactional && refused(b))) {
       const open = this.producers.get(batch.producerId)?.open;
-      const topic = this.topicOf(batch);
-      const left = (open?.records.get(topic) ?? 0) - batch.records;
       if (!open) continue;
+      const topic = this.topicOf(batch);
+      const left = (open.records.get(topic) ?? 0) - batch.records;
       if (left > 0) open.records.set(topic, left);
       else open.records.delete(topic);
     }
