@@ -58,11 +58,20 @@ export async function fenceTransactionalIds(brokers: string[], namespace: string
       }
     }
   });
-  const finished = await Promise.race([work.then(() => true), sleep(Math.max(0, deadlineMs - (Date.now() - started)), false, { ref: false })]);
+  // Connecting can fail outright (the broker down for another grade's restart): every id not yet
+  // done is then not fenced, which the caller logs; an attempt's end never throws for it.
+  const done = work.then(
+    () => true,
+    (err: unknown) => {
+      const handled = new Set([...result.fenced, ...result.failed.map((f) => f.id)]);
+      for (const id of ids) if (!handled.has(id)) result.failed.push({ id, error: describeError(err) });
+      return true;
+    },
+  );
+  const finished = await Promise.race([done, sleep(Math.max(0, deadlineMs - (Date.now() - started)), false, { ref: false })]);
   if (!finished) {
     result.timedOut = true;
-    // The work goes on in the background until its own request timeouts; its outcome is no longer awaited.
-    work.catch(() => undefined);
+    // The work goes on in the background until its own request timeouts; `done` has its outcome.
   }
   return result;
 }

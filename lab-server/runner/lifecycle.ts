@@ -18,6 +18,7 @@ import { BROKER_LIB_DIR, ROOT_DIR } from '../core/paths.ts';
 import { grantAttempt, type AttemptIdentity } from '../kafka/attempt-acls.ts';
 import { graderPrefix, learnerNames, namespaceEnv, slotTransactionalId, type LearnerNames } from '../kafka/attempt-names.ts';
 import { fenceAttempt } from '../kafka/fence.ts';
+import { bestEffort } from '../core/best-effort.ts';
 import { GroupEvictor } from '../kafka/group-evictor.ts';
 import { createKafka } from '../kafka/client.ts';
 import { writeClientProperties } from '../kafka/credentials.ts';
@@ -349,11 +350,15 @@ export class AttemptLifecycle implements Attempt {
   private async shutdown(): Promise<void> {
     this.stopping = true;
     if (this.progressTimer) clearInterval(this.progressTimer);
-    await this.scenario.shutdown();
+    // A step that fails here is logged and the next one still runs: the report is already made,
+    // and what the attempt holds must be given back whatever happened.
+    await bestEffort("stop the attempt's programs and give back its services", () => this.scenario.shutdown());
     await this.evictor.close();
     // Every program process is gone: end its transactions, then take the attempt's rights back.
-    if (this.identity) await fenceAttempt(this.options.brokers, this.namespace, this.names.transactionalIds);
-    await this.identity?.revoke();
+    // The fence talks to Kafka like the grader's other work: not during another grade's restart.
+    const identity = this.identity;
+    if (identity) await bestEffort("fence the attempt's transactional ids", () => this.maintenance.withShared(() => fenceAttempt(this.options.brokers, this.namespace, this.names.transactionalIds)));
+    await identity?.revoke();
     fs.rmSync(this.workDir, { recursive: true, force: true });
     this.phase = 'done';
     this.emitState();

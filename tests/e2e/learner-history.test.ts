@@ -32,6 +32,9 @@ async function openLab(page: Page, lesson: string, id: string): Promise<void> {
   await expect.poll(() => lab(page, id).getByRole('button', { name: 'Grade', exact: true }).isEnabled(), { timeout: 30_000 }).toBe(true);
 }
 
+/** A terminal command goes to the server and back (the attempt store): seconds under CI's load. */
+const TERMINAL_ANSWER = { timeout: 15_000 };
+
 function terminalText(page: Page, id: string): Promise<string> {
   return lab(page, id).evaluate((el) => (el as HTMLElement & { transcript: string }).transcript);
 }
@@ -108,7 +111,7 @@ describe('the learner keeps what the grader found', () => {
     await openLab(page, '/10-1/04-single-stage/', 'single-stage');
     await wb.locator('.kiq-wb-report .kiq-wb-verdict').waitFor({ state: 'visible', timeout: 15_000 });
     expect(await wb.locator('.kiq-wb-report .kiq-wb-verdict').getAttribute('data-verdict')).toBe(verdict);
-    await expect.poll(() => terminalText(page, 'single-stage')).toContain('Your last grade of this lab (attempt #1');
+    await expect.poll(() => terminalText(page, 'single-stage'), TERMINAL_ANSWER).toContain('Your last grade of this lab (attempt #1');
 
     // Diff: the attempt's program (-) against the editor's (+).
     await wb.getByRole('button', { name: 'Diff with your current code: the program of attempt #1' }).click();
@@ -123,14 +126,14 @@ describe('the learner keeps what the grader found', () => {
 
     // The terminal's history command does the same.
     await typeCommand(page, 'single-stage', 'history');
-    await expect.poll(() => terminalText(page, 'single-stage')).toMatch(/#1\s+\S+\s+quick\s+seed/);
+    await expect.poll(() => terminalText(page, 'single-stage'), TERMINAL_ANSWER).toMatch(/#1\s+\S+\s+quick\s+seed/);
     expect(await terminalText(page, 'single-stage')).toContain('reference solution shown');
     await typeCommand(page, 'single-stage', 'history show 1');
-    await expect.poll(() => terminalText(page, 'single-stage')).toContain('Attempt #1 (');
+    await expect.poll(() => terminalText(page, 'single-stage'), TERMINAL_ANSWER).toContain('Attempt #1 (');
     await typeCommand(page, 'single-stage', 'history diff 1');
-    await expect.poll(() => terminalText(page, 'single-stage')).toContain('exactly the code in the editor now');
+    await expect.poll(() => terminalText(page, 'single-stage'), TERMINAL_ANSWER).toContain('exactly the code in the editor now');
     await typeCommand(page, 'single-stage', 'history show 9');
-    await expect.poll(() => terminalText(page, 'single-stage')).toContain('No attempt #9');
+    await expect.poll(() => terminalText(page, 'single-stage'), TERMINAL_ANSWER).toContain('No attempt #9');
     expect(browser.pageErrors).toEqual([]);
   }, 300_000);
 
@@ -193,17 +196,17 @@ describe('the learner keeps what the grader found', () => {
         throw err;
       });
     await typeCommand(page, 'db-sink', 'sql DELETE FROM orders');
-    await expect.poll(() => terminalText(page, 'db-sink')).toContain('sql runs one SELECT');
+    await expect.poll(() => terminalText(page, 'db-sink'), TERMINAL_ANSWER).toContain('sql runs one SELECT');
     await typeCommand(page, 'db-sink', 'sql SELECT 1; DELETE FROM orders');
-    await expect.poll(() => terminalText(page, 'db-sink')).toMatch(/error.*sql: .*(multiple commands|syntax)/i);
+    await expect.poll(() => terminalText(page, 'db-sink'), TERMINAL_ANSWER).toMatch(/error.*sql: .*(multiple commands|syntax)/i);
     await typeCommand(page, 'db-sink', 'sql WITH gone AS (DELETE FROM orders RETURNING 1) SELECT count(*) FROM gone');
     // Refused by the server either way: a data-modifying WITH inside the bounding subquery, or the READ ONLY transaction.
-    await expect.poll(() => terminalText(page, 'db-sink')).toMatch(/data-modifying statement|read-only transaction/);
+    await expect.poll(() => terminalText(page, 'db-sink'), TERMINAL_ANSWER).toMatch(/data-modifying statement|read-only transaction/);
     await typeCommand(page, 'db-sink', 'sql SELECT g FROM generate_series(1, 500) AS g');
-    await expect.poll(() => terminalText(page, 'db-sink')).toContain('First 50 rows shown');
+    await expect.poll(() => terminalText(page, 'db-sink'), TERMINAL_ANSWER).toContain('First 50 rows shown');
 
     await typeCommand(page, 'db-sink', 'consume ORDERS_TOPIC --partition 0 --limit 5');
-    await expect.poll(() => terminalText(page, 'db-sink')).toMatch(/partition 0: \d+ earlier entries not shown/);
+    await expect.poll(() => terminalText(page, 'db-sink'), TERMINAL_ANSWER).toMatch(/partition 0: \d+ earlier entries not shown/);
     const listing = (await terminalText(page, 'db-sink')).split('consume ORDERS_TOPIC --partition 0 --limit 5').at(-1)!;
     expect(listing.match(/^p0@\d+/gm)?.length ?? 0).toBeLessThanOrEqual(5);
     await wb.getByRole('button', { name: 'Stop', exact: true }).click();

@@ -37,4 +37,12 @@ describe("an attempt's transactional ids at its end", () => {
     expect(ms).toBeLessThan(8_000);
     console.log(`fenced ${result.fenced.length} id(s) in ${Math.round(ms)} ms`);
   }, 120_000);
+
+  it("names every id it could not fence when the broker does not answer, and never throws (an attempt's end goes on)", async () => {
+    // Nothing listens on port 1: the state of a broker down for another grade's restart.
+    const result = await fenceTransactionalIds(['127.0.0.1:1'], 'kiq_down', ['kiq_down-tx-1', 'kiq_down-tx-2'], 4_000);
+    expect(result.fenced).toEqual([]);
+    expect(result.failed.map((f) => f.id).sort()).toEqual(['kiq_down-tx-1', 'kiq_down-tx-2']);
+    expect(result.failed[0]!.error).toMatch(/ECONNREFUSED|Connection/i);
+  }, 30_000);
 });
