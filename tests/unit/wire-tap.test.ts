@@ -63,6 +63,7 @@ describe('the wire tap', () => {
     const t = tapped();
     await openTransaction(t, 3);
     t.response(produceAnswer(2));
+    expect(t.tap.transactionWithRecordsOpen).toBe(true);
     t.request(await offsets(3));
     t.request(await endTxn(4, true));
     t.response(endTxnAnswer(4));
@@ -75,7 +76,7 @@ describe('the wire tap', () => {
       ['after:commit', false],
     ]);
     expect(calls.at(-1)).toMatchObject({ records: 3, written: ['out'], transactionalId: TX });
-    expect(t.tap.transactionOpen).toBe(false);
+    expect(t.tap.transactionWithRecordsOpen).toBe(false);
   });
 
   it('holds the armed point until released, and drops it when the instance is killed', async () => {

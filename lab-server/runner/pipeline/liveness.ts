@@ -35,6 +35,12 @@ const LSO_PINNED_MS = 2_000;
 const HELD_GRACE_MS = 3_000;
 /** How long an instance inside a client call may (a retried commit on a loaded machine takes seconds). */
 const IN_CALL_GRACE_MS = 15_000;
+/**
+ * A program none of whose instances had sent the broker anything for this long when the broker
+ * went down was not interrupted by that downtime: kafkajs asks for records several times a second
+ * and heartbeats every few seconds, and a producer inside a long call keeps retrying it.
+ */
+const SILENT_BEFORE_DOWNTIME_MS = 5_000;
 /** Faults that do not make the group rebalance or the program restart: they hold nothing. */
 const HOLDS_NOTHING = new Set<FaultKind>(['send-error']);
 
@@ -148,9 +154,12 @@ export class PipelineLiveness {
    */
   holdReason(): string | null {
     const { maintenance, progressTracker } = this.src;
-    if (maintenance.isDown) return 'broker down';
     const now = Date.now();
-    if (now - maintenance.lastDowntimeEndedAt < this.rebalanceMs) return 'broker just back';
+    // A broker restart (often another grade's, on a shared broker) holds a program it interrupted,
+    // not one that had already gone quiet before it: that one's stall goes on through it.
+    const downtimeHolds = !this.silentSince(maintenance.lastDowntimeBeganAt - SILENT_BEFORE_DOWNTIME_MS);
+    if (maintenance.isDown && downtimeHolds) return 'broker down';
+    if (now - maintenance.lastDowntimeEndedAt < this.rebalanceMs && downtimeHolds) return 'broker just back';
     if (this.anInstanceIsPaused()) return 'an instance is paused';
     // The broker shows an open transaction no live instance says it holds (a --cmd program cannot
     // say): one a stopped instance left, which blocks readers and pending offsets until the
@@ -164,6 +173,15 @@ export class PipelineLiveness {
   }
 
   /**
+   * Read on the wire: every live instance has sent the broker nothing since `at`, and was started
+   * before it. False when an instance is not wire-watched or has never sent anything (still starting).
+   */
+  private silentSince(at: number): boolean {
+    const live = [...this.src.supervisor.slots.values()].map((s) => s.current).filter((i) => i.alive);
+    return live.length > 0 && live.every((i) => (i.startedAt ?? Infinity) < at && i.lastRequestAt !== undefined && i.lastRequestAt > 0 && i.lastRequestAt < at);
+  }
+
+  /**
    * A program wedged with input waiting (liveInstanceWedged), and not moving, is stuck. The next
    * fault, or a fault firing by fallback, would restart it and hide that: let the stall reach
    * keeps-up's bound first (through any hold that is still running out), unless the program moves
@@ -174,9 +192,9 @@ export class PipelineLiveness {
     const { progressTracker } = this.src;
     // keeps-up has failed already, with evidence: a second stall would prove nothing new.
     if (this.stallFound) return;
-    // Room for three bounds: on a shared broker other grades' restarts hold the watch now and then
-    // ('broker just back'), and each hold starts the stretch again (bench: a quick grade's wedge of
-    // 40 s never showed 12 s unheld within one bound).
+    // Room for three bounds: a restart that interrupted the program holds the watch ('broker just
+    // back'), and each hold starts the stretch again (bench: a quick grade's wedge of 40 s never
+    // showed 12 s unheld within one bound). A restart after the program went quiet holds nothing.
     const until = Math.min(this.src.attempt.deadline, Date.now() + this.rebalanceMs + 3 * STALL_BOUND_MS);
     const processedAtStart = progressTracker.processed;
     while (Date.now() < until) {
@@ -209,14 +227,20 @@ export class PipelineLiveness {
       held = new Set([...held].filter((s) => now.has(s)));
     }
     const holdingThroughout = () => [...held].filter((s) => s.current.alive && s.txnOpen);
+    if (!holdingThroughout().length) return [];
     // Only a transaction that holds readers back counts: an empty one opened ahead of the next
-    // batch blocks nobody (and the program's own word is not proof: the broker must show it).
-    if (!holdingThroughout().length || (await this.src.brokerSaysTransactionOpen()) !== true) return [];
+    // batch blocks nobody. The broker shows one; or the relay saw the instance write records in a
+    // transaction it never ended, which the broker no longer shows only because the coordinator
+    // aborted it at its timeout (a long settling wait on a busy broker gets there). A program's own
+    // word (its wrapper, without a sandbox) is never proof on its own.
+    const brokerShowsOne = (await this.src.brokerSaysTransactionOpen()) === true;
+    const counted = holdingThroughout().filter((s) => brokerShowsOne || s.current.transactionWithRecordsOpen === true);
     const at = (this.src.attempt.elapsed() / 1000).toFixed(1);
-    return holdingThroughout().map((s) =>
+    const timedOut = brokerShowsOne ? '' : ' (the broker has since aborted it at its transaction timeout)';
+    return counted.map((s) =>
       s.callInFlight
-        ? `${s.current.id} still holds a transaction open after the work was done (+${at} s): its ${s.callInFlight} call has not returned in ${IN_CALL_GRACE_MS / 1000} s`
-        : `${s.current.id} still holds a transaction open after the work was done (+${at} s): it never commits or aborts it`,
+        ? `${s.current.id} still holds a transaction open after the work was done (+${at} s): its ${s.callInFlight} call has not returned in ${IN_CALL_GRACE_MS / 1000} s${timedOut}`
+        : `${s.current.id} still holds a transaction open after the work was done (+${at} s): it never commits or aborts it${timedOut}`,
     );
   }
 }

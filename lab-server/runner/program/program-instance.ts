@@ -45,6 +45,10 @@ export interface ProgramProcess {
   readonly wireWatched?: boolean;
   /** Read on the wire: when it last asked the broker for records (0: never); undefined when not wire-watched. */
   readonly lastFetchAt?: number;
+  /** Read on the wire: when it last sent the broker any request (0: never); undefined when not wire-watched. */
+  readonly lastRequestAt?: number;
+  /** Read on the wire: a transaction of its own is open with records in it; undefined when not wire-watched. */
+  readonly transactionWithRecordsOpen?: boolean;
   /** Read on the wire: when it last sent its database a statement (0: never); undefined when not wire-watched. */
   readonly lastQueryAt?: number;
   /** When it was started (ms since the epoch). */
@@ -192,6 +196,14 @@ export class ProgramInstance extends EventEmitter<{
 
   get lastFetchAt(): number | undefined {
     return this.tap?.lastFetchAt;
+  }
+
+  get lastRequestAt(): number | undefined {
+    return this.tap?.lastRequestAt;
+  }
+
+  get transactionWithRecordsOpen(): boolean | undefined {
+    return this.tap?.transactionWithRecordsOpen;
   }
 
   get lastQueryAt(): number | undefined {

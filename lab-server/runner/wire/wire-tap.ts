@@ -65,6 +65,8 @@ export class WireTap extends EventEmitter<{ event: [WireEvent]; line: [string] }
   private readonly members = new Set<string>();
   /** When the instance last asked the broker for records (a Fetch request); 0: never. */
   lastFetchAt = 0;
+  /** When the instance last sent the broker any request; 0: never. */
+  lastRequestAt = 0;
   /** When it last sent its database a statement (a Query or an Execute); 0: never. */
   lastQueryAt = 0;
 
@@ -146,9 +148,9 @@ export class WireTap extends EventEmitter<{ event: [WireEvent]; line: [string] }
     this.emit('line', `the grader's relay closed one ${protocol} connection of this program: ${printable(why, 200)}`);
   }
 
-  /** Whether any of the instance's producers has a transaction open at the broker. */
-  get transactionOpen(): boolean {
-    return this.transactions.anyOpen();
+  /** Whether a producer of the instance has a transaction open at the broker with records in it. */
+  get transactionWithRecordsOpen(): boolean {
+    return this.transactions.anyOpenWithRecords();
   }
 
   private release(outcome: 'forward' | 'drop'): void {
@@ -159,7 +161,10 @@ export class WireTap extends EventEmitter<{ event: [WireEvent]; line: [string] }
 
   /** `answer`: for a request the relay may answer in the broker's place, does so (false: it cannot). */
   private kafka(message: KafkaRequest | KafkaResponse, answer?: () => boolean): Hold {
-    if (message.kind === 'request' && message.api === 'Fetch') this.lastFetchAt = Date.now();
+    if (message.kind === 'request') {
+      this.lastRequestAt = Date.now();
+      if (message.api === 'Fetch') this.lastFetchAt = this.lastRequestAt;
+    }
     const body = message.kind === 'request' ? message.body : null;
     if (body && 'memberId' in body && body.memberId) {
       const key = `${body.groupId}\u0000${body.memberId}`;

@@ -71,6 +71,11 @@ export class WireTransactions {
     return [...this.producers.values()].some((p) => p.open !== null);
   }
 
+  /** Whether a producer has a transaction open with records written in it (read_committed readers wait behind it). */
+  anyOpenWithRecords(): boolean {
+    return [...this.producers.values()].some((p) => p.open !== null && [...p.open.records.values()].some((n) => n > 0));
+  }
+
   /**
    * Whether the producer's transaction carries the batch being processed at `point`: output
    * records, and from sendOffsets on the input offsets too. A transaction opened for show, or one
