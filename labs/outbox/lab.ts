@@ -166,10 +166,6 @@ export default defineLab({
       { kind: 'kill', at: ['after:db-commit'] },
       { kind: 'kill', at: ['after:commit'] },
       { kind: 'kill', at: ['after:send'] },
-      // Inside the order service's transaction (the program is idle when a fault is armed, so the
-      // first write after it is the service's INSERT): the one point where a service that commits
-      // its input offsets before its database transaction loses the batch, on every seed.
-      { kind: 'kill', at: ['after:db-write'] },
     ],
   },
   checks: [
