@@ -137,9 +137,6 @@ export default defineLab({
     ],
     quick: [
       { kind: 'kill', at: ['after:http'], occurrence: 4 },
-      // Three times: on a loaded machine a batch may hold one or two orders, and with about half
-      // declined, two such kills could both land on batches without a compensation.
-      { kind: 'kill', at: ['after:commit'] },
       { kind: 'kill', at: ['after:commit'] },
       { kind: 'kill', at: ['after:commit'] },
       { kind: 'kill', at: ['after:send'] },
