@@ -157,9 +157,8 @@ export class PipelineLiveness {
     const now = Date.now();
     // A broker restart (often another grade's, on a shared broker) holds a program it interrupted,
     // not one that had already gone quiet before it: that one's stall goes on through it.
-    const downtimeHolds = !this.silentSince(maintenance.lastDowntimeBeganAt - SILENT_BEFORE_DOWNTIME_MS);
-    if (maintenance.isDown && downtimeHolds) return 'broker down';
-    if (now - maintenance.lastDowntimeEndedAt < this.rebalanceMs && downtimeHolds) return 'broker just back';
+    const inDowntime = maintenance.isDown || now - maintenance.lastDowntimeEndedAt < this.rebalanceMs;
+    if (inDowntime && !this.silentSince(maintenance.lastDowntimeBeganAt - SILENT_BEFORE_DOWNTIME_MS)) return maintenance.isDown ? 'broker down' : 'broker just back';
     if (this.anInstanceIsPaused()) return 'an instance is paused';
     // The broker shows an open transaction no live instance says it holds (a --cmd program cannot
     // say): one a stopped instance left, which blocks readers and pending offsets until the
