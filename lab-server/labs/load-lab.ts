@@ -187,6 +187,7 @@ function assertConsistent(id: string, lab: LabDefinition): void {
   if (names.size !== lab.topics.length) fail('topics: names must be unique');
   for (const fault of [...lab.faults.full, ...lab.faults.quick]) {
     if (fault.topic && !names.has(fault.topic)) fail(`faults: topic "${fault.topic}" is not declared in topics`);
+    if (fault.path && !(lab.kind === 'pipeline' && lab.api)) fail(`faults: path "${fault.path}" aims at the lab API, but the lab has no api block`);
   }
   // A throughput requirement and its check come together: one without the other is a silent no-op.
   const speedCheck = lab.checks.includes('throughput-speedup');

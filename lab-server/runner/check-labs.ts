@@ -170,6 +170,7 @@ export async function runFixtures(
           got += `: ${report.message} (seed ${report.seed}${report.quick ? ', quick plan' : ''})`;
           const wrongChecks = report.checks.filter((c) => (fixture.expect === 'pass' ? !c.passed : fixture.check === c.name));
           for (const check of wrongChecks) got += `\n    ${check.passed ? '✓' : '✗'} ${check.name}: ${check.summary}${check.evidence.slice(0, 3).map((e) => `\n      ${e}`).join('')}`;
+          got += wrongVerdictContext(report);
         }
       } catch (err) {
         got = `error: ${describeError(err)}`;
@@ -185,4 +186,20 @@ export async function runFixtures(
   const bad = results.filter((r) => !r.ok);
   log(bad.length ? `\n${bad.length} of ${results.length} fixtures are wrong.` : `\nAll ${results.length} fixtures graded as expected.`);
   return results;
+}
+
+/**
+ * A wrong verdict at CI load may not come back on replay (the same seed alone): where the grade's
+ * time went and what happened around its faults, so the log alone can tell why.
+ */
+function wrongVerdictContext(report: GradeReport): string {
+  const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+  const phases = report.stats.phases?.map((p) => `${p.name} ${secs(p.ms)}`).join(', ');
+  const faults = report.faults.map((f) => `+${secs(f.atMs)} ${f.kind} ${f.instance}${f.crashPoint ? ` at ${f.crashPoint}` : ''}${f.landed ? ` (${f.landed})` : ''}${f.note ? `: ${f.note.slice(0, 160)}` : ''}`);
+  const events = report.timeline.filter((e) => e.kind !== 'commit' && e.kind !== 'wave').slice(-12).map((e) => `+${secs(e.atMs)} ${e.kind} ${e.instance}${e.detail ? ` ${e.detail.slice(0, 120)}` : ''}`);
+  return [
+    `\n    took ${secs(report.stats.durationMs)}, ${report.stats.restarts} restart(s), ${report.stats.selfExits} exit(s) on its own${phases ? `; phases: ${phases}` : ''}`,
+    ...faults.map((line) => `\n    fault ${line}`),
+    ...events.map((line) => `\n    event ${line}`),
+  ].join('');
 }

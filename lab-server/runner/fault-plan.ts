@@ -35,6 +35,8 @@ export interface PlannedFault {
   occurrence: number;
   /** Logical topic: only calls for writes to it count (aims the crash point at one stage). */
   topic?: string;
+  /** A path of the lab API: only HTTP calls to it count (FaultSpec.path). */
+  path?: string;
   /** For faults without a crash point: delay after the wave is written. */
   delayMs: number;
 }
@@ -59,6 +61,7 @@ export function planFaults(specs: FaultSpec[], seed: number, options: { joinsLas
     points: spec.at,
     occurrence: spec.occurrence,
     ...(spec.topic ? { topic: spec.topic } : {}),
+    ...(spec.path ? { path: spec.path } : {}),
     delayMs: 100 + Math.floor(random() * 400),
   }));
   for (let i = faults.length - 1; i > 0; i--) {

@@ -119,16 +119,17 @@ export default defineLab({
     // restart runs the saga again from its first step (its steps must be recognised as repeats:
     // no key, and the stock is held twice). On the 2nd call after arming: inside the batch's first
     // saga; on the 4th: in its second saga, after the first one ended (an event published outside
-    // the transaction is out). kill after:commit (twice: it must find a declined order in the
-    // batch): the sagas are ended; a compensation left for later (in memory, after the commit) is
-    // never run. before:http: a saga before its first call. after:send: the first event is
-    // written, the batch not committed (an event published outside the transaction is out).
+    // the transaction is out). kill before:http aimed at /inventory/releases: a compensation about
+    // to be sent. Inside the batch the restart runs it again; one left for after the commit (in
+    // memory) is never run, whatever the batch held besides. kill after:commit: the sagas are
+    // ended. before:http: a saga before its first call. after:send: the first event is written,
+    // the batch not committed (an event published outside the transaction is out).
     // api-timeout: a step applied, its answer lost (a new key per retry applies it twice);
     // api-error: 503, nothing applied (a program that gives up loses the step).
     full: [
       { kind: 'kill', at: ['after:http'], occurrence: 2 },
       { kind: 'kill', at: ['after:http'], occurrence: 4 },
-      { kind: 'kill', at: ['after:commit'] },
+      { kind: 'kill', at: ['before:http'], path: '/inventory/releases' },
       { kind: 'kill', at: ['before:http', 'after:commit'] },
       { kind: 'kill', at: ['after:send'] },
       { kind: 'api-timeout' },
@@ -138,7 +139,7 @@ export default defineLab({
     quick: [
       { kind: 'kill', at: ['after:http'], occurrence: 4 },
       { kind: 'kill', at: ['after:commit'] },
-      { kind: 'kill', at: ['after:commit'] },
+      { kind: 'kill', at: ['before:http'], path: '/inventory/releases' },
       { kind: 'kill', at: ['after:send'] },
       { kind: 'api-timeout' },
       { kind: 'api-error' },

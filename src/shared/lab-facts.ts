@@ -127,6 +127,7 @@ export function describeFault(fault: FaultSpec): string {
   if (fault.at.length) parts.push(`at ${fault.at.join(' | ')}`);
   const details: string[] = [];
   if (fault.topic) details.push(`stage writing ${fault.topic}`);
+  if (fault.path) details.push(`calls to ${fault.path}`);
   if (fault.instance !== 1) details.push(`instance ${fault.instance}`);
   if (fault.occurrence !== 1) details.push(`call ${fault.occurrence}`);
   if (details.length) parts.push(`(${details.join(', ')})`);

@@ -86,8 +86,19 @@ export const faultSpecSchema = z
       .describe(
         'Aims the crash point at one stage of a multi-stage program: only calls for writes to this topic count (a send to it; sendOffsets, commit or abort of a transaction that has sent to it; never a consumer commitOffsets)',
       ),
+    path: z
+      .string()
+      .regex(/^(\/[a-z0-9-]+)+$/, 'a path of the lab API such as /inventory/releases: lower-case segments, no query')
+      .optional()
+      .describe(
+        'Aims an HTTP crash point at one call of the lab API: only requests to this path (after API_URL, e.g. /inventory/releases) count for before:http, and their answers for after:http',
+      ),
   })
-  .strict();
+  .strict()
+  .refine((fault) => !fault.path || (fault.at.length > 0 && fault.at.every((point) => point === 'before:http' || point === 'after:http')), {
+    message: 'path aims HTTP crash points only: every point in `at` must be before:http or after:http',
+    path: ['path'],
+  });
 export type FaultSpec = z.infer<typeof faultSpecSchema>;
 
 export const kafkajsDefaultsSchema = z

@@ -34,6 +34,7 @@ function context(brokerOpen: boolean | null) {
   const waves: number[] = [];
   const ctx: DriverContext = {
     lab,
+    api: null,
     program: { slots: [] },
     input: {
       committedWritten: 0,

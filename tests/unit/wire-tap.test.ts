@@ -189,6 +189,35 @@ describe('the wire tap', () => {
     expect(other.events.some((e) => e.t === 'hit')).toBe(false);
   });
 
+  it('aims an HTTP point at one path of the API: its request before, its answer after, whatever the query', () => {
+    const tap = new WireTap();
+    const events: ChildEvent[] = [];
+    tap.on('event', (e) => events.push(e));
+    const http = tap.connection('http');
+    const send = (head: string) => http.request(http.requests.push(Buffer.from(head))[0]!.message);
+    const answer = () => http.response(http.responses.push(Buffer.from('HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n'))[0]!.message);
+    const post = (path: string) => `POST ${path} HTTP/1.1\r\nhost: api\r\ncontent-length: 0\r\n\r\n`;
+    tap.command({ t: 'arm', point: 'after:http', action: 'kill', occurrence: 1, path: '/a/kiq-1/inventory/releases' });
+    // Two requests in flight: the first answer belongs to the reservation, so it passes.
+    expect(send(post('/a/kiq-1/inventory/reservations'))).toBeNull();
+    expect(send(post('/a/kiq-1/inventory/releases?retry=1'))).toBeNull();
+    expect(answer()).toBeNull();
+    expect(answer()).toBeInstanceOf(Promise);
+    expect(events.filter((e) => e.t === 'hit')).toEqual([{ t: 'hit', point: 'after:http', action: 'kill', txnOpen: false }]);
+    // A path that only ends like the armed one is another path.
+    tap.command({ t: 'arm', point: 'before:http', action: 'kill', occurrence: 1, path: '/a/kiq-1/inventory/releases' });
+    const other = tap.connection('http');
+    expect(other.request(other.requests.push(Buffer.from(post('/x/a/kiq-1/inventory/releases')))[0]!.message)).toBeNull();
+    expect(other.request(other.requests.push(Buffer.from(post('http://api:80/a/kiq-1/inventory/releases')))[0]!.message)).toBeInstanceOf(Promise);
+  });
+
+  it('closes an HTTP connection that sends more than 64 requests without waiting for an answer', () => {
+    const http = new WireTap().connection('http');
+    const send = () => http.request(http.requests.push(Buffer.from('GET /a HTTP/1.1\r\nhost: api\r\n\r\n'))[0]!.message);
+    for (let i = 0; i < 64; i++) send();
+    expect(send).toThrow(/more than 64 HTTP requests/);
+  });
+
   it('announces a group membership once, from the member id the client sends', async () => {
     const t = tapped();
     for (const c of [1, 2]) t.request(await kafkajsFrame(c, kafkajsRequest('heartbeat', 1)({ groupId: 'g', groupGenerationId: 1, memberId: 'm-1' })));

@@ -50,6 +50,8 @@ export interface DriverClusterView {
 /** What a driver needs of the attempt it drives, grouped by role. */
 export interface DriverContext {
   readonly lab: PipelineLab;
+  /** The attempt's lab API (labs with an `api` block), whose base URL a path-aimed crash point is under. */
+  readonly api: { readonly baseUrl: string } | null;
   readonly program: DriverProgramView;
   readonly input: InputView;
   readonly cluster: DriverClusterView;

@@ -61,7 +61,8 @@ export class InstrumentedDriver implements ProgramDriver {
     }
     let waveWrittenAt = Infinity;
     const arm = { bootMs: this.bootMs };
-    const hit = armAt(ctx, instance, fault.crashPoint, action, fault.occurrence, fault.topic, arm, () => waveWrittenAt);
+    const aim = { topic: fault.topic, path: fault.path };
+    const hit = armAt(ctx, instance, fault.crashPoint, action, fault.occurrence, aim, arm, () => waveWrittenAt);
     await ctx.input.writeWave(wave);
     waveWrittenAt = Date.now();
     let event: AimedHit | null = await hit;
@@ -75,10 +76,10 @@ export class InstrumentedDriver implements ProgramDriver {
     // would land there again on every try, and the aimed point would never be reached. A send
     // error keeps it too: only a Produce on its way can be refused (wire-points.ts).
     const samePoint = (fault.attempt ?? 1) > 1 || action === 'error';
-    if (!event && (samePoint || fault.crashPoint !== fallbackPoint || fault.topic) && instance.alive) {
+    if (!event && (samePoint || fault.crashPoint !== fallbackPoint || fault.topic || fault.path) && instance.alive) {
       const spare = ctx.input.nextWave();
       if (spare.length) {
-        const fallback = samePoint ? armAt(ctx, instance, fault.crashPoint, action, 1, fault.topic, arm) : armAt(ctx, instance, fallbackPoint, action, 1, undefined, arm);
+        const fallback = samePoint ? armAt(ctx, instance, fault.crashPoint, action, 1, aim, arm) : armAt(ctx, instance, fallbackPoint, action, 1, {}, arm);
         await ctx.input.writeWave(spare);
         event = await fallback;
         if (event && samePoint && fault.topic) event = { ...event, aimedAt: fault.topic };
@@ -145,7 +146,7 @@ function armAt(
   point: CrashPoint,
   action: ArmAction,
   occurrence: number,
-  topic: string | undefined,
+  aim: { topic?: string; path?: string },
   timing: { bootMs: number },
   waveWrittenAt: () => number = () => Infinity,
 ): Promise<(ChildEvent & { t: 'hit' }) | null> {
@@ -171,6 +172,7 @@ function armAt(
       cleanup();
       resolve(event);
     };
+    const { topic } = aim;
     const idleCheck = topic
       ? undefined
       : setInterval(() => {
@@ -201,6 +203,7 @@ function armAt(
     instance.on('event', onEvent);
     instance.once('exit', onExit);
   });
-  instance.send({ t: 'arm', point, action, occurrence, ...(topic ? { topic: ctx.cluster.realTopic(topic) } : {}) });
+  const path = aim.path && ctx.api ? `${new URL(ctx.api.baseUrl).pathname.replace(/\/$/, '')}${aim.path}` : undefined;
+  instance.send({ t: 'arm', point, action, occurrence, ...(aim.topic ? { topic: ctx.cluster.realTopic(aim.topic) } : {}), ...(path ? { path } : {}) });
   return hit;
 }

@@ -124,7 +124,7 @@ async function earliestTransactionExpiry(brokers: string[], namespace: string, s
 /** Records a landed fault: the history, the report's fault list, the workbench and the terminal. */
 export function recordFault(
   parts: Pick<NemesisParts, 'attempt' | 'lab' | 'liveness' | 'gradePlan'>,
-  fault: Pick<PlannedFault, 'kind'> & Partial<Pick<PlannedFault, 'points' | 'attempt' | 'ordinal'>>,
+  fault: Pick<PlannedFault, 'kind'> & Partial<Pick<PlannedFault, 'points' | 'attempt' | 'ordinal' | 'path'>>,
   instance: string,
   event: (Pick<AimedHit, 'point' | 'txnOpen' | 'transactionalId'> & { aimedAt?: string; unconfirmed?: boolean }) | null,
   txnOpen: boolean | null,
@@ -135,7 +135,11 @@ export function recordFault(
   const aimedAt = attempt.driver.aims(fault.kind) && fault.points?.length ? [...fault.points] : null;
   const landed = aimedAt ? (event?.point && aimedAt.includes(event.point) ? 'at-point' : 'fallback') : undefined;
   // A crash point aimed at one stage: say which, so the learner can place the evidence.
-  const aimed = event?.aimedAt ? `in the transaction writing ${lab.topics.find((t) => t.name === event.aimedAt)?.env ?? event.aimedAt}` : undefined;
+  const aimed = event?.aimedAt
+    ? `in the transaction writing ${lab.topics.find((t) => t.name === event.aimedAt)?.env ?? event.aimedAt}`
+    : fault.path && landed === 'at-point'
+      ? `on a call to ${fault.path}`
+      : undefined;
   if (aimed) note = note ? `${aimed}; ${note}` : aimed;
   parts.liveness.faultEnded(fault.kind);
   if (event?.unconfirmed) {

@@ -46,6 +46,8 @@ export interface WirePoint {
   carries?: () => boolean;
   /** The producer's transactional id (Kafka points of a transactional producer). */
   transactionalId?: string;
+  /** HTTP points: the path of the request (of the request answered, for after:http), without its query. */
+  path?: string;
 }
 
 /**
@@ -72,7 +74,17 @@ export function postgresPoint(message: PostgresFrontendMessage | PostgresBackend
   }
 }
 
-/** An HTTP message as a crash point. */
-export function httpPoint(message: HttpRequestMessage | HttpResponseMessage): WirePoint {
-  return message.kind === 'request' ? { point: 'before:http', written: [] } : { point: 'after:http', written: [] };
+/** An HTTP message as a crash point; `path`: its request's, as requestPath gives it. */
+export function httpPoint(message: HttpRequestMessage | HttpResponseMessage, path: string): WirePoint {
+  return { point: message.kind === 'request' ? 'before:http' : 'after:http', written: [], path };
+}
+
+/**
+ * The path of a request target, compared exactly with an armed path: origin-form ("/a/b?q") or
+ * absolute-form ("http://host/a/b?q", which a proxy-minded client may send); '' for anything else.
+ */
+export function requestPath(target: string): string {
+  const origin = target.startsWith('/') ? target : /^https?:\/\/[^/?#]*(\/[^?#]*)?/i.exec(target)?.[1] ?? '';
+  const end = origin.search(/[?#]/);
+  return end < 0 ? origin : origin.slice(0, end);
 }

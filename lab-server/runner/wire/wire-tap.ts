@@ -13,12 +13,12 @@ import { EventEmitter } from 'node:events';
 import { createRequire } from 'node:module';
 import type { ArmAction, ChildEvent, InstrumentedOp, RunnerCommand } from '../program/child/protocol.ts';
 import type { CrashPoint } from '../../../src/shared/report.ts';
-import { printable, type WireDecoder } from './contract.ts';
+import { printable, WireProtocolError, type WireDecoder } from './contract.ts';
 import { produceRefusal } from './kafka-answers.ts';
 import { DEFAULT_KAFKA_LIMITS, KafkaConnectionDecoder, type KafkaRequest, type KafkaResponse } from './kafka-wire.ts';
 import { HttpRequestDecoder, HttpResponseDecoder, type HttpRequestMessage, type HttpResponseMessage } from './http-wire.ts';
 import { PostgresBackendDecoder, PostgresFrontendDecoder, type PostgresBackendMessage, type PostgresFrontendMessage } from './postgres-wire.ts';
-import { httpPoint, postgresPoint, type WirePoint } from './wire-points.ts';
+import { httpPoint, postgresPoint, requestPath, type WirePoint } from './wire-points.ts';
 import { WireTransactions } from './wire-transactions.ts';
 
 export type WireProtocol = 'kafka' | 'postgres' | 'http';
@@ -54,7 +54,11 @@ interface Arm {
   action: ArmAction;
   remaining: number;
   topic?: string;
+  path?: string;
 }
+
+/** HTTP requests one connection may have waiting for their answers (the relay pairs each answer with its request's path). */
+const MAX_PIPELINED = 64;
 
 export class WireTap extends EventEmitter<{ event: [WireEvent]; line: [string] }> {
   private readonly transactions = new WireTransactions();
@@ -118,6 +122,8 @@ export class WireTap extends EventEmitter<{ event: [WireEvent]; line: [string] }
     }
     const requests = new HttpRequestDecoder();
     const responses = new HttpResponseDecoder();
+    // HTTP/1.1 answers come in the order of the requests: each answer is paired with its request's path.
+    const paths: string[] = [];
     return {
       requests,
       responses,
@@ -125,15 +131,20 @@ export class WireTap extends EventEmitter<{ event: [WireEvent]; line: [string] }
       request: (m) => {
         const message = m as HttpRequestMessage;
         responses.requestSent(message.method);
-        return this.point(httpPoint(message));
+        const path = requestPath(message.target);
+        if (paths.length >= MAX_PIPELINED) throw new WireProtocolError(`more than ${MAX_PIPELINED} HTTP requests sent without waiting for their answers`);
+        paths.push(path);
+        return this.point(httpPoint(message, path));
       },
-      response: (m) => this.point(httpPoint(m as HttpResponseMessage)),
+      response: (m) => this.point(httpPoint(m as HttpResponseMessage, paths.shift() ?? '')),
     };
   }
 
   /** The runner's commands that concern crash points: arm, disarm, continue. */
   command(command: RunnerCommand): void {
-    if (command.t === 'arm') this.armed = { point: command.point, action: command.action, remaining: command.occurrence, ...(command.topic ? { topic: command.topic } : {}) };
+    if (command.t === 'arm') {
+      this.armed = { point: command.point, action: command.action, remaining: command.occurrence, ...(command.topic ? { topic: command.topic } : {}), ...(command.path ? { path: command.path } : {}) };
+    }
     else if (command.t === 'disarm') this.armed = null;
     else this.release('forward');
   }
@@ -200,6 +211,7 @@ export class WireTap extends EventEmitter<{ event: [WireEvent]; line: [string] }
     const armed = this.armed;
     if (!armed || armed.point !== found.point) return null;
     if (armed.topic && !found.written.includes(armed.topic)) return null;
+    if (armed.path && found.path !== armed.path) return null;
     if (armed.action === 'error' && !found.refuse) return null;
     if (--armed.remaining > 0) return null;
     this.armed = null;

@@ -16,7 +16,7 @@ import type { ArmAction, ChildEvent, InstrumentedOp, RunnerCommand } from './pro
 type Any = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 interface CrashPointState {
-  armed: { point: CrashPoint; action: ArmAction; remaining: number; topic?: string } | null;
+  armed: { point: CrashPoint; action: ArmAction; remaining: number; topic?: string; path?: string } | null;
   releasePaused: (() => void) | null;
   /** Kafka transactions open in this process, over every producer of either client. */
   openTransactions: number;
@@ -33,7 +33,9 @@ export const report = (event: ChildEvent) => channel?.send(event);
 
 if (firstLoad && channel) {
   channel.onCommand((msg: RunnerCommand) => {
-    if (msg.t === 'arm') state.armed = { point: msg.point, action: msg.action, remaining: msg.occurrence, ...(msg.topic ? { topic: msg.topic } : {}) };
+    if (msg.t === 'arm') {
+      state.armed = { point: msg.point, action: msg.action, remaining: msg.occurrence, ...(msg.topic ? { topic: msg.topic } : {}), ...(msg.path ? { path: msg.path } : {}) };
+    }
     else if (msg.t === 'disarm') state.armed = null;
     else if (msg.t === 'continue') {
       state.releasePaused?.();
@@ -48,13 +50,15 @@ export type InjectedError = () => Error;
 /**
  * Reports a call at `point` and, when the runner armed that point, acts on it.
  * `written`: the topics this call writes (a send) or its transaction has written (offsets, commit,
- * abort), so a crash point aimed at one stage of a multi-stage program ignores the others.
+ * abort), so a crash point aimed at one stage of a multi-stage program ignores the others. `path`:
+ * an HTTP call's, so a crash point aimed at one call of the lab API ignores the others.
  */
-export async function checkpoint(point: CrashPoint, txnOpen: boolean, injected: InjectedError, records?: number, written?: ReadonlySet<string>): Promise<void> {
+export async function checkpoint(point: CrashPoint, txnOpen: boolean, injected: InjectedError, records?: number, written?: ReadonlySet<string>, path?: string): Promise<void> {
   report({ t: 'call', point, txnOpen, records, ...(point === 'after:commit' && written ? { written: [...written] } : {}) });
   const armed = state.armed;
   if (!armed || armed.point !== point) return;
   if (armed.topic && !written?.has(armed.topic)) return;
+  if (armed.path && path !== armed.path) return;
   if (--armed.remaining > 0) return;
   const { action } = armed;
   state.armed = null;
@@ -114,6 +118,6 @@ export const transactionClosed = () => void state.openTransactions--;
 // HTTP calls (fetch) get crash points too: before:http, after:http. Once per process (fetch-shim
 // marks the wrapped fetch); an injected error there is a plain network failure.
 instrumentFetch(
-  (point, txnOpen) => checkpoint(point, txnOpen, () => new TypeError('fetch failed (injected by the grader)')),
+  (point, txnOpen, path) => checkpoint(point, txnOpen, () => new TypeError('fetch failed (injected by the grader)'), undefined, undefined, path),
   () => state.openTransactions > 0,
 );

@@ -10,19 +10,30 @@
  */
 import type { CrashPoint } from '../../../../src/shared/report.ts';
 
-type Checkpoint = (point: CrashPoint, txnOpen: boolean) => Promise<void>;
+type Checkpoint = (point: CrashPoint, txnOpen: boolean, path: string) => Promise<void>;
 
 const WRAPPED = Symbol.for('kafkaiq.fetch-wrapped');
+
+/** The path of fetch()'s first argument (a string, URL or Request), '' when it has none. */
+function urlPath(input: unknown): string {
+  try {
+    const href = typeof input === 'string' ? input : input instanceof URL ? input.href : (input as { url?: unknown } | null)?.url;
+    return typeof href === 'string' ? new URL(href).pathname : '';
+  } catch {
+    return ''; // a relative or malformed URL: fetch itself rejects it, and no armed path matches ''
+  }
+}
 
 /** Replaces globalThis.fetch with one that reports before:http and after:http (once per process). */
 export function instrumentFetch(checkpoint: Checkpoint, txnOpen: () => boolean): void {
   const original = globalThis.fetch as typeof fetch & { [WRAPPED]?: boolean };
   if (typeof original !== 'function' || original[WRAPPED]) return;
   const wrapped = async function fetch(input: Parameters<typeof original>[0], init?: Parameters<typeof original>[1]): Promise<Response> {
-    await checkpoint('before:http', txnOpen());
+    const path = urlPath(input);
+    await checkpoint('before:http', txnOpen(), path);
     // A call that throws (a timeout, a refused connection) has no response: no after:http.
     const response = await original(input, init);
-    await checkpoint('after:http', txnOpen());
+    await checkpoint('after:http', txnOpen(), path);
     return response;
   };
   Object.defineProperty(wrapped, WRAPPED, { value: true });

@@ -26,8 +26,12 @@ export type ArmAction = 'kill' | 'pause' | 'stop' | 'error';
 
 /** runner -> child */
 export type RunnerCommand =
-  /** topic (a real topic name): only calls for writes to it count, see FaultSpec.topic. */
-  | { t: 'arm'; point: CrashPoint; action: ArmAction; occurrence: number; topic?: string }
+  /**
+   * topic (a real topic name): only calls for writes to it count, see FaultSpec.topic. path (the
+   * whole path of an API URL, the attempt's base included): only HTTP requests to it and their
+   * answers count, see FaultSpec.path.
+   */
+  | { t: 'arm'; point: CrashPoint; action: ArmAction; occurrence: number; topic?: string; path?: string }
   | { t: 'disarm' }
   /** Sent with SIGCONT to a paused instance: let the held call go on. */
   | { t: 'continue' };
