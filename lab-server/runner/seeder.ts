@@ -90,11 +90,13 @@ export function splitIntoWaves(transactions: SeedTransaction[], waves: number): 
 }
 
 /**
- * Coordinator errors that reject a request before it has any effect, and a connection that was
- * never made: after these the transaction is still open, so fencing aborts it and a retry cannot
- * duplicate anything. (A connection lost mid-request leaves the outcome unknown: not retried.)
+ * Coordinator errors that reject a request before it has any effect, a connection that was never
+ * made, and a coordinator kafkajs could not find (its commit looks the coordinator up right before
+ * it sends EndTxn, so none was sent): after these the transaction is still open, so fencing aborts
+ * it and a retry cannot duplicate anything. (A connection lost mid-request leaves the outcome
+ * unknown: not retried.)
  */
-const REJECTED_UNSENT = /NOT_COORDINATOR|COORDINATOR_NOT_AVAILABLE|LOAD_IN_PROGRESS|CONCURRENT_TRANSACTIONS|ECONNREFUSED/;
+const REJECTED_UNSENT = /NOT_COORDINATOR|COORDINATOR_NOT_AVAILABLE|LOAD_IN_PROGRESS|CONCURRENT_TRANSACTIONS|ECONNREFUSED|Failed to find group coordinator/;
 
 function errorTypes(err: unknown): string {
   const parts: string[] = [];

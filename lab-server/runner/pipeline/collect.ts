@@ -9,6 +9,7 @@ import { effectRows } from '../checkers/effect-findings.ts';
 import { outputMatch } from '../checkers/output-match.ts';
 import { readLogStarts, readPipelineOutput } from '../collect/pipeline-output.ts';
 import type { Outcome } from '../scenario.ts';
+import { pipelineInconclusive } from './inconclusive.ts';
 import type { Played, PlannedPipeline } from './state.ts';
 
 export async function collectPipeline(scenario: PlannedPipeline, played: Played): Promise<Outcome> {
@@ -64,11 +65,12 @@ export async function collectPipeline(scenario: PlannedPipeline, played: Played)
     verdict: (checks) => ({
       failNote: played.timedOut ? ' The time limit was reached before all input was processed.' : '',
       // An aimed fault that never hit its point leaves what it tests untested (fault-obligations.ts).
-      inconclusive:
-        scenario.obligations.inconclusiveMessage() ??
-        (attempt.driver.hitTransaction(faults, abortedRecords)
-          ? null
-          : `All checks held, but no fault landed inside an open transaction, so exactly-once was not really tested: grade again (another seed).${decoyNote}`),
+      inconclusive: pipelineInconclusive({
+        owed: scenario.obligations.inconclusiveMessage(),
+        unfinished: played.unfinished,
+        faultInTransaction: attempt.driver.hitTransaction(faults, abortedRecords),
+        decoyNote,
+      }),
       passMessage: `All ${checks.length} checks held under ${faults.length} faults (${faults.filter((f) => f.inTransaction).length} inside open transactions).${scenario.obligations.designNote()}`,
     }),
   };

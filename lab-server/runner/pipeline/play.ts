@@ -97,7 +97,8 @@ export async function playPipeline(s: PlannedPipeline): Promise<Played> {
 
   attempt.phase = 'settling';
   const timedOut = !(await settle(s));
-  if (timedOut) ctx.log.system(`Time limit of ${Math.round(attempt.limitMs / 1000)} s reached with ${s.progressTracker.processed}/${expected} inputs processed: verifying what is there.`);
+  const unfinished = timedOut ? unfinishedWork(s) : null;
+  if (timedOut) ctx.log.system(`Time limit of ${Math.round(attempt.limitMs / 1000)} s reached with ${s.progressTracker.processed}/${expected} inputs processed${unfinished ? ` (${unfinished})` : ''}: verifying what is there.`);
   attempt.clock.enter('transactions held at the end');
   const heldAtEnd = [...heldThroughStalls, ...(await s.liveness.transactionsHeldAtEnd())];
   attempt.clock.enter('stopping');
@@ -118,7 +119,21 @@ export async function playPipeline(s: PlannedPipeline): Promise<Played> {
       system: (line) => ctx.log.system(line),
     }),
   );
-  return { throughput, timedOut, heldAtEnd, abandoned };
+  return { throughput, timedOut, unfinished, heldAtEnd, abandoned };
+}
+
+/**
+ * What settling still waited for when the time limit came: input not yet processed, a later stage
+ * not caught up, a zombie still frozen. Checks that hold on such a program judged only part of its
+ * work: what it left for later (a duplicate its restarted sender would write, say) was never seen.
+ */
+function unfinishedWork(s: PlannedPipeline): string | null {
+  const progress = s.progressTracker;
+  const { expected } = s.gradePlan;
+  if (progress.processed < expected) return `${progress.processed} of ${expected} inputs processed`;
+  if (s.supervisor.zombies.size > 0) return 'a zombie instance still frozen';
+  if (progress.staged && !progress.settled()) return 'a later stage had not caught up with its input';
+  return null;
 }
 
 /**

@@ -38,6 +38,8 @@ export interface Played {
   readonly throughput: ThroughputResult | null;
   /** Whether settling ran into the time limit. */
   readonly timedOut: boolean;
+  /** What the program had not finished when the time limit ended the grade (null: it had finished, or went quiet). */
+  readonly unfinished: string | null;
   /** Transactions live instances held open at the end of the work. */
   readonly heldAtEnd: string[];
   /** What stopped instances left open, after the bounded wait for the coordinator. */
