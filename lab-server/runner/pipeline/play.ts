@@ -123,16 +123,17 @@ export async function playPipeline(s: PlannedPipeline): Promise<Played> {
 }
 
 /**
- * What settling still waited for when the time limit came: input not yet processed, a later stage
- * not caught up, a zombie still frozen. Checks that hold on such a program judged only part of its
- * work: what it left for later (a duplicate its restarted sender would write, say) was never seen.
+ * What the program has still to do: input not yet processed, a zombie still frozen, a later stage
+ * not caught up (null: it is done, and settling ends). Left when the time limit came, it means the
+ * checks judged only part of its work: what it left for later (a duplicate its restarted sender
+ * would write, say) was never seen.
  */
 function unfinishedWork(s: PlannedPipeline): string | null {
   const progress = s.progressTracker;
   const { expected } = s.gradePlan;
   if (progress.processed < expected) return `${progress.processed} of ${expected} inputs processed`;
   if (s.supervisor.zombies.size > 0) return 'a zombie instance still frozen';
-  if (progress.staged && !progress.settled()) return 'a later stage had not caught up with its input';
+  if (!progress.settled()) return 'a later stage had not caught up with its input';
   return null;
 }
 
@@ -204,7 +205,7 @@ async function settle(s: PlannedPipeline): Promise<boolean> {
           `letting it finish, for up to ${Math.round((OVERTIME_SHARE * attempt.limitMs) / 1000)} s more.`,
       );
     }
-    if (progress.processed >= expected && s.supervisor.zombies.size === 0 && progress.settled()) return true;
+    if (unfinishedWork(s) === null) return true;
     const laterStagesBehind = progress.staged && progress.processed >= expected && !progress.stagesCaughtUp;
     let quietMs = ctx.program.driver.quietMs(QUIET_MS, laterStagesBehind);
     // Input waiting and a live instance sitting on an open transaction, or whose consumers stopped
