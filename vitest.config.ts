@@ -50,6 +50,10 @@ export default defineConfig({
           sequence: { groupOrder: 1 },
           testTimeout: 60_000,
           hookTimeout: 180_000,
+          // A browser test polls a page until an island has read localStorage and drawn: at 100 %
+          // CPU with three lanes grading, a reload takes seconds, not vitest's default 1 s. The
+          // polled values are unchanged; only how long a page may take to draw them.
+          expect: { poll: { timeout: 15_000 } },
         },
       },
     ],

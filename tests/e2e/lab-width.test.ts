@@ -83,11 +83,18 @@ describe('the lab in the lesson column at 1400x900', () => {
     const editor = lab(page).locator('.monaco-editor');
     await lab(page).locator('.monaco-editor textarea').focus();
     await page.keyboard.press('Control+Home'); // the long line is line 1: rendered at the top
-    const editorBox = (await editor.boundingBox())!;
-    const marker = editor.locator('.view-line span', { hasText: 'LINEENDMARK' }).last();
-    await marker.waitFor({ timeout: 10_000 });
-    const markerBox = (await marker.boundingBox())!;
-    expect(markerBox.x + markerBox.width, 'the end of the long line is inside the editor').toBeLessThanOrEqual(editorBox.x + editorBox.width);
+    // Measured in one step in the page: Monaco redraws its view lines while the lab settles its
+    // width, so a span found in one call can be gone by the next.
+    const lineEnd = () =>
+      editor.evaluate((el) => {
+        const spans = Array.from(el.querySelectorAll('.view-line span')).filter((s) => s.textContent?.includes('LINEENDMARK'));
+        const marker = spans.at(-1);
+        return marker ? { markerRight: marker.getBoundingClientRect().right, editorRight: el.getBoundingClientRect().right } : null;
+      });
+    let end: Awaited<ReturnType<typeof lineEnd>> = null;
+    await expect.poll(async () => (end = await lineEnd()), { timeout: 10_000 }).not.toBeNull();
+    const { markerRight, editorRight } = end!;
+    expect(markerRight, 'the end of the long line is inside the editor').toBeLessThanOrEqual(editorRight);
     const lineRows = await editor.locator('.view-line', { hasText: /widthcheck|LINEENDMARK/ }).count();
     expect(lineRows, 'the long line is shown on several rows').toBeGreaterThan(1);
     // Monaco draws its own scrollbar: the horizontal slider as wide as its track means there is
