@@ -23,8 +23,15 @@ export interface PartitionOffsets {
   hwm: number;
 }
 
+/**
+ * How long the probe trusts its metadata. kafkajs's internal Cluster defaults to 0 (a Metadata
+ * request before every poll); a leader that moved is caught anyway: a refused or misdirected
+ * ListOffsets is retried with fresh metadata (listOffsets below).
+ */
+const METADATA_MAX_AGE_MS = 30_000;
+
 function createCluster(brokers: string[], isolationLevel: number) {
-  return createInternalCluster(brokers, { clientId: 'kafkaiq-offsets', isolationLevel });
+  return createInternalCluster(brokers, { clientId: 'kafkaiq-offsets', isolationLevel, metadataMaxAge: METADATA_MAX_AGE_MS });
 }
 
 /**

@@ -19,6 +19,8 @@ export interface InternalClusterOptions {
   connectionTimeout?: number;
   requestTimeout?: number;
   retry?: { retries: number; initialRetryTime?: number; maxRetryTime?: number };
+  /** How long metadata is trusted before refreshMetadataIfNecessary asks again; kafkajs's internal default is 0 (always). */
+  metadataMaxAge?: number;
 }
 
 /** A silent kafkajs Cluster (connect, refreshMetadata, findGroupCoordinator, fetchTopicsOffset, ...); untyped, as kafkajs ships no types for its internals. */
