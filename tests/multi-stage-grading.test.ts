@@ -163,7 +163,7 @@ describe('outputs matched by origin', () => {
       pipeline: { lab, realTopic, inputs, output: read, logStarts: await readLogStarts(brokers, lab, realTopic), database: null, api: null, transactionLog: null, throughput: null },
       monitor: null,
     };
-    const history = { namespace: 'ns', startedAt: Date.now(), faults: [], stalls: { stalls: [], boundMs: 12_000, longestMs: 0 }, transactions: null };
+    const history = { namespace: 'ns', startedAt: Date.now(), faults: [], stalls: { stalls: [], boundMs: 12_000, longestMs: 0 }, transactions: null, cutOff: null };
     const checks = runCheckers(['no-duplicates', 'transform-correct', 'no-aborted-reads', 'no-loss'], collected, history);
     const check = (name: string) => checks.find((c) => c.name === name)!;
     expect(check('no-duplicates')).toMatchObject({ passed: false, summary: expect.stringMatching(/^1 duplicate output records \(1 inputs/) });

@@ -52,6 +52,11 @@ export interface GradeHistory {
    * times out, so an LSO below the high watermark at verification counts as a hanging transaction.
    */
   readonly transactions: { heldAtEnd: string[]; outlived: string[]; insideTimeout: string[]; known: boolean; blockedMs: number } | null;
+  /**
+   * What the program had not finished when the time limit ended the grade ("40 of 60 inputs
+   * processed"), or null when it finished: a cut-off grade judges only what it claimed done (cut-off.ts).
+   */
+  readonly cutOff: string | null;
 }
 
 /** A check decided from what was collected; null when the grade collected nothing it could judge. */

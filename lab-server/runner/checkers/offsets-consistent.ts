@@ -1,21 +1,41 @@
-/** offsets-consistent: the group's committed offsets end right after the last processed input. */
+/**
+ * offsets-consistent: the group's committed offsets end right after the last processed input. In
+ * a grade the time limit cut off, the end of the log cannot be expected: the offsets must then
+ * reach past every input whose output is committed (a program that commits them in one
+ * transaction always has), and no further than the end of the log.
+ */
 import type { Checker } from './contract.ts';
+import { afterLastDone, partitionKey } from './cut-off.ts';
+import { outputMatch } from './output-match.ts';
 import { checkResult } from './result.ts';
 
-export const offsetsConsistent: Checker = (collected) => {
+export const offsetsConsistent: Checker = (collected, history) => {
   const pipeline = collected.pipeline;
   if (!pipeline) return null;
+  const done = history.cutOff ? afterLastDone(outputMatch(collected, history)!) : null;
   const failures: string[] = [];
   for (const end of pipeline.output.inputOffsets) {
     const lastData = Math.max(-1, ...pipeline.inputs.filter((r) => r.topic === end.topic && r.partition === end.partition && r.committed).map((r) => r.offset));
     const got = end.committed;
+    const has = got < 0 ? 'has no committed offset' : `committed offset ${got}`;
+    if (done) {
+      const least = done.get(partitionKey(end.topic, end.partition)) ?? -1;
+      if ((least >= 0 && got < least) || got > end.hwm) {
+        failures.push(
+          `${end.topic}-${end.partition}: group ${has}, expected between ${Math.max(0, least)} (after the last input whose output is committed) and ${end.hwm} (end of log)` +
+            (got === least - 1 ? ' — off by one: commit the offset of the NEXT record to read (last + 1)' : ''),
+        );
+      }
+      continue;
+    }
     if (lastData < 0) continue;
     if (got < lastData + 1 || got > end.hwm) {
       failures.push(
-        `${end.topic}-${end.partition}: group ${got < 0 ? 'has no committed offset' : `committed offset ${got}`}, expected between ${lastData + 1} (after the last record, offset ${lastData}) and ${end.hwm} (end of log)` +
+        `${end.topic}-${end.partition}: group ${has}, expected between ${lastData + 1} (after the last record, offset ${lastData}) and ${end.hwm} (end of log)` +
           (got === lastData ? ' — off by one: commit the offset of the NEXT record to read (last + 1)' : ''),
       );
     }
   }
-  return checkResult('offsets-consistent', failures, "the group's committed offsets end right after the last input", (n) => `${n} input partitions have wrong committed offsets`);
+  const okSummary = done ? "the group's committed offsets reach past every input whose output is committed (the time limit came before the end)" : "the group's committed offsets end right after the last input";
+  return checkResult('offsets-consistent', failures, okSummary, (n) => `${n} input partitions have wrong committed offsets`);
 };

@@ -264,7 +264,7 @@ export class MonitorScenario implements Scenario {
         quietSummary: this.quietSummary(),
       },
     };
-    const history: GradeHistory = { namespace: this.attempt.namespace, startedAt: this.attempt.startedAt, faults: this.attempt.history.faults, stalls: { stalls: [], boundMs: 0, longestMs: 0 }, transactions: null };
+    const history: GradeHistory = { namespace: this.attempt.namespace, startedAt: this.attempt.startedAt, faults: this.attempt.history.faults, stalls: { stalls: [], boundMs: 0, longestMs: 0 }, transactions: null, cutOff: null };
     const judged = monitorJudgement(collected, history)!;
     const notCreated = cast.incidents.filter((i) => !this.created(i));
     const missingIncidents = this.incidentsPlanned - cast.incidents.length;

@@ -46,6 +46,7 @@ export async function collectPipeline(scenario: PlannedPipeline, played: Played)
     faults: timeline.faults,
     stalls: { stalls: stallWatch.stalls, boundMs: stallWatch.boundMs, longestMs: stallWatch.longestMs, longestEndMs: stallWatch.longestEndMs },
     transactions: played.abandoned ? { heldAtEnd: played.heldAtEnd, ...played.abandoned } : null,
+    cutOff: played.unfinished,
   };
   const abortedRecords = outputMatch(collected, history)?.abortedRecords ?? 0;
   // A transaction opened for show, beside work done outside it, is no place to test exactly-once:
