@@ -67,10 +67,9 @@ export async function preparePipeline(scenario: Pick<PipelineState, 'attempt' | 
     // All of the grader's set-up talks to every node (replication factor 3 needs every one).
     await attempt.maintenance.withSharedWhole(async () => {
       const control = attempt.options.control;
-      if (control) {
-        const want = (await control.nodeIds()).length;
-        if (want >= 2) await waitForBrokers(attempt.kafka, want);
-      }
+      // A cluster of the lab server's own knows its nodes; another one (KAFKA_BROKERS) may have any number.
+      const nodes = control ? (await control.nodeIds()).length : null;
+      if (nodes !== null && nodes >= 2) await waitForBrokers(attempt.kafka, nodes);
       await createTopics(
         attempt.kafka,
         lab.topics.map((t) => ({
@@ -82,7 +81,7 @@ export async function preparePipeline(scenario: Pick<PipelineState, 'attempt' | 
       if (attempt.options.mode !== 'run' && lab.checks.includes('no-transaction-timeouts')) {
         txnTimeouts = await TransactionTimeoutWatch.start(attempt.kafka, attempt.namespace, attempt.graderId);
       }
-      await scenario.writer.connect();
+      await scenario.writer.connect({ oneLeader: nodes === 1 });
     });
   } catch (err) {
     failure = err;
