@@ -66,10 +66,10 @@ describe('a grade the time limit cut off', () => {
     expect(checks['offsets-consistent']!.passed).toBe(true);
   });
 
-  it('passes a program that never committed anything (nothing claimed: inconclusive at best, decided elsewhere)', () => {
+  it('judges a program that committed nothing in the whole time limit on everything: not slow, not working', () => {
     const checks = judge(collected([], -1), CUT);
-    expect(checks['no-loss']!.passed).toBe(true);
-    expect(checks['offsets-consistent']!.passed).toBe(true);
+    expect(checks['no-loss']).toMatchObject({ passed: false, summary: '10 of 10 expected outputs are missing from the committed output' });
+    expect(checks['offsets-consistent']).toMatchObject({ passed: false, evidence: [expect.stringContaining('has no committed offset, expected between 10')] });
   });
 
   it('still fails a claimed input without output: offsets committed past lost work', () => {

@@ -1,7 +1,7 @@
 /**
  * no-loss: every output the committed input asks for is in the committed output. In a grade the
- * time limit cut off, only of the inputs the program claimed done (cut-off.ts): the rest were
- * never processed, which is unfinished work, not a loss.
+ * time limit cut off while the program worked, only of the inputs it claimed done (cut-off.ts):
+ * the rest were never processed, which is unfinished work, not a loss.
  */
 import type { Checker } from './contract.ts';
 import { claimedDone } from './cut-off.ts';

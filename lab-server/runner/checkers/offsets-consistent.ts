@@ -1,18 +1,18 @@
 /**
  * offsets-consistent: the group's committed offsets end right after the last processed input. In
- * a grade the time limit cut off, the end of the log cannot be expected: the offsets must then
- * reach past every input whose output is committed (a program that commits them in one
- * transaction always has), and no further than the end of the log.
+ * a grade the time limit cut off while the program worked (cut-off.ts), the end of the log cannot
+ * be expected: the offsets must then reach past every input whose output is committed (a program
+ * that commits them in one transaction always has), and no further than the end of the log.
  */
 import type { Checker } from './contract.ts';
-import { afterLastDone, partitionKey } from './cut-off.ts';
+import { afterLastDone, cutOffWhileWorking, partitionKey } from './cut-off.ts';
 import { outputMatch } from './output-match.ts';
 import { checkResult } from './result.ts';
 
 export const offsetsConsistent: Checker = (collected, history) => {
   const pipeline = collected.pipeline;
   if (!pipeline) return null;
-  const done = history.cutOff ? afterLastDone(outputMatch(collected, history)!) : null;
+  const done = cutOffWhileWorking(pipeline, history) ? afterLastDone(outputMatch(collected, history)!) : null;
   const failures: string[] = [];
   for (const end of pipeline.output.inputOffsets) {
     const lastData = Math.max(-1, ...pipeline.inputs.filter((r) => r.topic === end.topic && r.partition === end.partition && r.committed).map((r) => r.offset));
