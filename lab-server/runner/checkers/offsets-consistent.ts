@@ -15,24 +15,23 @@ export const offsetsConsistent: Checker = (collected, history) => {
   const done = cutOffWhileWorking(pipeline, history) ? afterLastDone(outputMatch(collected, history)!) : null;
   const failures: string[] = [];
   for (const end of pipeline.output.inputOffsets) {
-    const lastData = Math.max(-1, ...pipeline.inputs.filter((r) => r.topic === end.topic && r.partition === end.partition && r.committed).map((r) => r.offset));
-    const got = end.committed;
-    const has = got < 0 ? 'has no committed offset' : `committed offset ${got}`;
+    // Where the offsets must reach, and why; -1: anywhere up to the end of the log.
+    let from: number;
+    let after: string;
     if (done) {
-      const least = done.get(partitionKey(end.topic, end.partition)) ?? -1;
-      if ((least >= 0 && got < least) || got > end.hwm) {
-        failures.push(
-          `${end.topic}-${end.partition}: group ${has}, expected between ${Math.max(0, least)} (after the last input whose output is committed) and ${end.hwm} (end of log)` +
-            (got === least - 1 ? ' — off by one: commit the offset of the NEXT record to read (last + 1)' : ''),
-        );
-      }
-      continue;
+      from = done.get(partitionKey(end.topic, end.partition)) ?? -1;
+      after = 'after the last input whose output is committed';
+    } else {
+      const lastData = Math.max(-1, ...pipeline.inputs.filter((r) => r.topic === end.topic && r.partition === end.partition && r.committed).map((r) => r.offset));
+      if (lastData < 0) continue;
+      from = lastData + 1;
+      after = `after the last record, offset ${lastData}`;
     }
-    if (lastData < 0) continue;
-    if (got < lastData + 1 || got > end.hwm) {
+    const got = end.committed;
+    if ((from >= 0 && got < from) || got > end.hwm) {
       failures.push(
-        `${end.topic}-${end.partition}: group ${has}, expected between ${lastData + 1} (after the last record, offset ${lastData}) and ${end.hwm} (end of log)` +
-          (got === lastData ? ' — off by one: commit the offset of the NEXT record to read (last + 1)' : ''),
+        `${end.topic}-${end.partition}: group ${got < 0 ? 'has no committed offset' : `committed offset ${got}`}, expected between ${Math.max(0, from)} (${after}) and ${end.hwm} (end of log)` +
+          (got === from - 1 ? ' — off by one: commit the offset of the NEXT record to read (last + 1)' : ''),
       );
     }
   }
