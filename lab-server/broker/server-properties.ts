@@ -146,7 +146,11 @@ export function serverProperties(nodes: readonly BrokerNode[], nodeDir: (nodeId:
           // never at some unplanned moment of another attempt's grade.
           'auto.leader.rebalance.enable': 'false',
         }
-      : {}),
+      : {
+          // One node: no follower needs the controller's no-op records (KIP-835) to tell it is
+          // caught up, and one every 500 ms (Kafka's default) is most of an idle broker's CPU.
+          'metadata.max.idle.interval.ms': 0,
+        }),
   };
   return Object.entries(props).map(([k, v]) => `${k}=${v}`).join('\n') + '\n';
 }

@@ -1,8 +1,8 @@
 import type { Kafka, KafkaMessage } from 'kafkajs';
 import { bestEffort } from '../core/best-effort.ts';
-import { retry } from '../core/retry.ts';
+import { retry, type RetryOptions } from '../core/retry.ts';
 import { withClient } from './client.ts';
-import { GRADER_KAFKA_RETRY } from './group-offsets.ts';
+import { GRADER_KAFKA_RETRY, type CommittedOffset } from './group-offsets.ts';
 import { createInternalCluster } from './internal-cluster.ts';
 
 // kafkajs's admin lists offsets read_committed only: its ListOffsets request leaves the isolation
@@ -12,6 +12,13 @@ import { createInternalCluster } from './internal-cluster.ts';
 
 const READ_COMMITTED = 1;
 const READ_UNCOMMITTED = 0;
+
+/** A partition's last stable offset and high watermark. */
+export interface PartitionEnds {
+  partition: number;
+  lso: number;
+  hwm: number;
+}
 
 export interface PartitionOffsets {
   partition: number;
@@ -62,6 +69,8 @@ export class OffsetsProbe {
   private readonly committed;
   private readonly uncommitted;
   private connected: Promise<void> | null = null;
+  /** Each group's coordinator as last found (a kafkajs Broker), until a request to it fails. */
+  private readonly coordinators = new Map<string, any>();
 
   constructor(brokers: string[]) {
     this.committed = createCluster(brokers, READ_COMMITTED);
@@ -73,6 +82,46 @@ export class OffsetsProbe {
     // A failed connect reaches the caller through the returned promise; the next call connects afresh.
     this.connected.catch(() => (this.connected = null));
     return this.connected;
+  }
+
+  /**
+   * The two ends of each partition: what a poll needs to see output move and transactions open
+   * (two ListOffsets, where offsets() spends a third on the log start).
+   */
+  async ends(topic: string): Promise<PartitionEnds[]> {
+    await this.connect();
+    const [lso, hwm] = await Promise.all([listOffsets(this.committed, topic, false), listOffsets(this.uncommitted, topic, false)]);
+    return [...hwm.keys()].sort((a, b) => a - b).map((partition) => ({ partition, lso: lso.get(partition) ?? 0, hwm: hwm.get(partition) ?? 0 }));
+  }
+
+  /**
+   * The offsets a group committed on one topic: one OffsetFetch to the group's coordinator, which
+   * the probe remembers between polls (kafkajs's admin asks FindCoordinator and Metadata before
+   * every OffsetFetch: three requests a poll instead of one). Any failed try forgets it and
+   * refreshes the metadata, so a coordinator that moved or restarted is found again.
+   */
+  async committedOffsets(groupId: string, topic: string, retryOptions: RetryOptions = GRADER_KAFKA_RETRY): Promise<CommittedOffset[]> {
+    await this.connect();
+    const cluster = this.uncommitted;
+    return retry(async (attempt) => {
+      try {
+        await cluster.addTargetTopic(topic);
+        if (attempt > 0) await cluster.refreshMetadata();
+        else await cluster.refreshMetadataIfNecessary();
+        let coordinator = this.coordinators.get(groupId);
+        if (!coordinator) {
+          coordinator = await cluster.findGroupCoordinator({ groupId });
+          this.coordinators.set(groupId, coordinator);
+        }
+        const partitions = cluster.findTopicPartitionMetadata(topic).map((p: { partitionId: number }) => ({ partition: p.partitionId }));
+        const { responses } = await coordinator.offsetFetch({ groupId, topics: [{ topic, partitions }] });
+        const found = (responses as { topic: string; partitions: { partition: number; offset: string }[] }[]).find((r) => r.topic === topic);
+        return (found?.partitions ?? []).map((p) => ({ partition: p.partition, offset: Number(p.offset) }));
+      } catch (err) {
+        this.coordinators.delete(groupId);
+        throw err;
+      }
+    }, retryOptions);
   }
 
   async offsets(topic: string): Promise<PartitionOffsets[]> {
@@ -103,6 +152,7 @@ export class OffsetsProbe {
   async close(): Promise<void> {
     await Promise.all([this.committed, this.uncommitted].map((cluster) => bestEffort('disconnect an offsets probe', () => cluster.disconnect())));
     this.connected = null;
+    this.coordinators.clear();
   }
 }
 

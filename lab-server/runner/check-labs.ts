@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { asClusterSource, type ClusterHandle, type ClusterSource } from '../broker/cluster-pool.ts';
 import { describeError, KafkaIqError } from '../../src/shared/errors.ts';
+import { showControlCharacters } from '../../src/shared/sanitise.ts';
 import type { DatabasePool } from '../db/pool.ts';
 import { randomNamespace } from '../kafka/attempt-names.ts';
 import { loadLab } from '../labs/load-lab.ts';
@@ -21,6 +22,33 @@ export interface FixtureResult {
 }
 
 const silent: SessionListener = { output: () => {}, diagnostics: () => {}, progress: () => {}, state: () => {}, fault: () => {} };
+
+/** How many of a grade's terminal lines a wrong verdict's context keeps: the grader's own, and the program's last errors. */
+const KEPT_SYSTEM_LINES = 30;
+const KEPT_STDERR_LINES = 6;
+
+/**
+ * A listener that keeps, bounded, what the learner's terminal would have shown of a grade: the
+ * grader's own lines (why it waited, what it found open) and the program's last stderr lines.
+ */
+function terminalTail(): { listener: SessionListener; lines(): string[] } {
+  const system: string[] = [];
+  const stderr: string[] = [];
+  const keep = (into: string[], max: number, line: string) => {
+    into.push(showControlCharacters(line).slice(0, 240));
+    if (into.length > max) into.shift();
+  };
+  return {
+    listener: {
+      ...silent,
+      output: (instance, stream, line) => {
+        if (stream === 'system') keep(system, KEPT_SYSTEM_LINES, line);
+        else if (stream === 'stderr') keep(stderr, KEPT_STDERR_LINES, `${instance}: ${line}`);
+      },
+    },
+    lines: () => [...system.map((l) => `grader: ${l}`), ...stderr.map((l) => `stderr ${l}`)],
+  };
+}
 
 /**
  * Grades one program on the cluster its lab declares (`clusters` may be one fixed cluster): what
@@ -128,6 +156,17 @@ export interface CheckOptions {
 }
 
 /**
+ * The plan a fixture is graded on by `kafkaiq check` (quick: `--quick`). A program that must fail
+ * takes the lab's short plan, which every variant is swept against (AUTHORING.md: ten seeds at
+ * CI's load), unless its `// full-plan:` line says only the full plan can catch it (then under
+ * --quick too); programs that must pass take the full plan, or the quick one under --quick.
+ */
+export function fixturePlan(fixture: Pick<Fixture, 'expect' | 'failPlan'>, quick: boolean): 'quick' | 'full' {
+  if (fixture.expect === 'fail') return fixture.failPlan ?? 'quick';
+  return quick ? 'quick' : 'full';
+}
+
+/**
  * Grades fixtures a few at a time (see checkLabs) and logs a line per fixture as it ends. Given
  * several clusters (lanes), the graders take turns over them: a broker restart one grade injects
  * then holds up only the grades on its own broker.
@@ -152,14 +191,11 @@ export async function runFixtures(
       let ok: boolean;
       let aimed = { faults: 0, atPoint: 0 };
       try {
-        // A program that must fail is graded with the lab's short plan, which every variant is
-        // swept against (AUTHORING.md: ten seeds at CI's load), unless its `// full-plan:` line
-        // says only the full plan can catch it; programs that must pass take the full plan.
         const databases = fixture.databases;
         const failPlan = fixture.expect === 'fail' ? (fixture.failPlan ?? 'quick') : null;
-        // A variant that says only the full plan catches it takes the full plan under --quick too.
-        const quick = failPlan === 'full' ? false : options.quick || failPlan === 'quick';
-        const report = await gradeProgram(lane, fixture.lab, fixture.input, { quick, databases });
+        const quick = fixturePlan(fixture, !!options.quick) === 'quick';
+        const terminal = terminalTail();
+        const report = await gradeProgram(lane, fixture.lab, fixture.input, { quick, databases, listener: terminal.listener });
         ({ ok, got } = judgeFixture(fixture, report));
         if (failPlan && !options.quick) got += ` [${failPlan} plan]`;
         const aimedFaults = report.faults.filter((f) => f.aimedAt?.length);
@@ -171,6 +207,7 @@ export async function runFixtures(
           const wrongChecks = report.checks.filter((c) => (fixture.expect === 'pass' ? !c.passed : fixture.check === c.name));
           for (const check of wrongChecks) got += `\n    ${check.passed ? '✓' : '✗'} ${check.name}: ${check.summary}${check.evidence.slice(0, 3).map((e) => `\n      ${e}`).join('')}`;
           got += wrongVerdictContext(report);
+          got += terminal.lines().map((line) => `\n    ${line}`).join('');
         }
       } catch (err) {
         got = `error: ${describeError(err)}`;

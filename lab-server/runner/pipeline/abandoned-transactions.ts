@@ -46,7 +46,7 @@ const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
 async function openPartitions(src: AbandonedSource): Promise<number> {
   let open = 0;
-  for (const topic of src.topics) for (const p of await src.probe.offsets(topic)) if (p.lso < p.hwm) open++;
+  for (const topic of src.topics) for (const p of await src.probe.ends(topic)) if (p.lso < p.hwm) open++;
   return open;
 }
 

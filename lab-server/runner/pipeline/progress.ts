@@ -7,8 +7,7 @@ import { bestEffort } from '../../core/best-effort.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Admin, Kafka } from 'kafkajs';
 import type { PipelineLab } from '../../../src/shared/lab.ts';
-import { fetchCommittedOffsets } from '../../kafka/group-offsets.ts';
-import { OffsetsProbe, type PartitionOffsets } from '../../kafka/inspect.ts';
+import { OffsetsProbe, type PartitionEnds } from '../../kafka/inspect.ts';
 import type { AttemptDatabase } from '../database-attempt.ts';
 import type { SeededRecord } from '../seeder.ts';
 
@@ -117,16 +116,12 @@ export class PipelineProgress {
     if (this.polling) return; // the previous poll is still waiting on the broker
     this.polling = true;
     try {
-      // One admin client for the whole attempt: a fresh one every 300 ms cost a connection, an
-      // ApiVersions and a metadata round trip per poll, on a broker CI shares with other grades.
-      const admin = (this.admin ??= this.src.kafka.admin());
-      await admin.connect();
       const written = this.src.written();
       let processed = 0;
       for (const topic of this.src.lab.topics.filter((t) => t.role === 'input')) {
-        const [offsets] = await admin.fetchOffsets({ groupId: this.src.groupId, topics: [this.src.realTopic(topic.name)] });
-        for (const p of offsets?.partitions ?? []) {
-          const committedOffset = Number(p.offset);
+        // One try: a poll the broker does not answer keeps the last figure (the next one asks again).
+        for (const p of await this.probe.committedOffsets(this.src.groupId, this.src.realTopic(topic.name), { retries: 0 })) {
+          const committedOffset = p.offset;
           processed += written.filter((r) => r.committed && r.topic === topic.name && r.partition === p.partition && r.offset < committedOffset).length;
         }
       }
@@ -143,7 +138,7 @@ export class PipelineProgress {
       }
       this.processed = processed;
       await this.pollOutputs();
-      if (this.staged && this.src.watchStages()) await this.pollStages(admin);
+      if (this.staged && this.src.watchStages()) await this.pollStages();
     } catch {
       // The broker may be restarting (a fault): keep the last figure, and connect afresh next time.
       const broken = this.admin;
@@ -164,7 +159,7 @@ export class PipelineProgress {
   private async pollOutputs(): Promise<void> {
     const outputs = this.src.lab.topics.filter((t) => t.role === 'output');
     if (!outputs.length) return; // a database sink: its rows count in `processed`
-    const ends = await Promise.all(outputs.map((t) => this.probe.offsets(this.src.realTopic(t.name))));
+    const ends = await Promise.all(outputs.map((t) => this.probe.ends(this.src.realTopic(t.name))));
     const signature = JSON.stringify(ends.map((offsets) => offsets.map((p) => [p.lso, p.hwm])));
     this.outputOpen = ends.some((offsets) => offsets.some((p) => p.lso < p.hwm));
     const lsos = JSON.stringify(ends.map((offsets) => offsets.map((p) => p.lso)));
@@ -197,12 +192,16 @@ export class PipelineProgress {
    * partition with data is at its end (end - 1: the last entry of a transactional write is its
    * commit marker, which no consumer commits past).
    */
-  private async pollStages(admin: Admin): Promise<void> {
+  private async pollStages(): Promise<void> {
+    // One admin client for the whole attempt (listGroups): a fresh one every 300 ms cost a
+    // connection, an ApiVersions and a metadata round trip per poll, on a broker CI shares.
+    const admin = (this.admin ??= this.src.kafka.admin());
+    await admin.connect();
     const topics = this.src.lab.topics.filter((t) => t.role !== 'input');
-    const ends = new Map<string, PartitionOffsets[]>();
+    const ends = new Map<string, PartitionEnds[]>();
     let caughtUp = true;
     for (const topic of topics) {
-      const offsets = await this.probe.offsets(this.src.realTopic(topic.name));
+      const offsets = await this.probe.ends(this.src.realTopic(topic.name));
       ends.set(topic.name, offsets);
       if (offsets.some((p) => p.lso < p.hwm)) caughtUp = false;
     }
@@ -216,7 +215,7 @@ export class PipelineProgress {
     for (const topic of topics.filter((t) => t.role === 'internal')) {
       const furthest = new Map<number, number>();
       for (const groupId of groups) {
-        for (const p of await fetchCommittedOffsets(admin, groupId, this.src.realTopic(topic.name))) {
+        for (const p of await this.probe.committedOffsets(groupId, this.src.realTopic(topic.name))) {
           if (p.offset >= 0) furthest.set(p.partition, Math.max(furthest.get(p.partition) ?? -1, p.offset));
         }
       }
