@@ -6,6 +6,9 @@
  * (b) connect() of an idempotent producer sends an InitProducerId without the transactional id; it
  *     fences nobody. The transactional InitProducerId, which fences, comes with the first
  *     transaction().
+ * (c) Our patch (patches/kafkajs+2.2.4.patch): the producer remembers its transaction coordinator
+ *     and its consumer group's coordinator. Stock 2.2.4 sends a FindCoordinator before each of
+ *     AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit and EndTxn, four per transaction.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Admin, Producer } from 'kafkajs';
@@ -53,6 +56,33 @@ describe('kafkajs requests on the lab broker', () => {
     // And the records really did go to three partitions.
     const offsets = await admin.fetchTopicOffsets(topic);
     expect(offsets.map((o) => Number(o.high)).every((high) => high >= 2)).toBe(true);
+  });
+
+  it('(c) finds its transaction coordinator and its group coordinator once, not four times a transaction', async () => {
+    const topic = uniqueName('coordinators');
+    await admin.createTopics({ topics: [{ topic, numPartitions: 2 }], waitForLeaders: true });
+    const { producer, requests } = recordingProducer(uniqueName('tx-coordinators'));
+    await producer.connect();
+    const groupId = uniqueName('group-coordinators');
+    for (let i = 0; i < 3; i++) {
+      const txn = await producer.transaction();
+      await txn.send({ topic, messages: [{ value: `v${i}`, partition: i % 2 }] });
+      await txn.sendOffsets({ consumerGroupId: groupId, topics: [{ topic, partitions: [{ partition: 0, offset: String(i + 1) }] }] });
+      if (i === 1) await txn.abort();
+      else await txn.commit();
+    }
+    // AddPartitionsToTxn may go twice: the broker answers CONCURRENT_TRANSACTIONS while the last
+    // transaction's markers are being written, and kafkajs sends it again. A failed request makes
+    // the producer find its coordinator afresh (FindCoordinator is 'GroupCoordinator' in kafkajs).
+    const retried = named(requests, 'AddPartitionsToTxn').length - 3;
+    expect(retried).toBeGreaterThanOrEqual(0);
+    for (const apiName of ['AddOffsetsToTxn', 'TxnOffsetCommit', 'EndTxn']) expect(named(requests, apiName), apiName).toHaveLength(3);
+    // One for the transaction coordinator, one for the group's, one after each failed request
+    // (stock 2.2.4: 1 + 4 x 3 = 13, and one more for each retried AddPartitionsToTxn).
+    expect(named(requests, 'GroupCoordinator')).toHaveLength(2 + retried);
+    // The committed offsets went to the group's coordinator all the same.
+    const [offsets] = await admin.fetchOffsets({ groupId, topics: [topic] });
+    expect(offsets!.partitions.find((p) => p.partition === 0)?.offset).toBe('3');
   });
 
   it('(b) connect() sends a non-transactional InitProducerId that fences nobody; transaction() fences', async () => {
