@@ -89,6 +89,9 @@ export default defineLab({
     { name: 'transactional-message-copier', command: COPIER, expect: 'pass' },
     { name: 'console-consumer-to-console-producer', command: CONSOLE_PIPE, expect: 'fail', check: 'no-aborted-reads' },
     { name: 'librdkafka-python-eos-copier', command: PYTHON_COPIER, expect: 'pass' },
-    { name: 'kcat-auto-commit-pipe', command: KCAT_PIPE, expect: 'fail', check: 'no-duplicates' },
+    // Its consumer auto-commits what it printed into the pipe, not what the producer wrote, so a
+    // kill loses the records in between (no-loss: every grade, 13 of 13 on both plans); what the
+    // last commit did not cover is read again (no-duplicates: 10 of them; the full plan's often not).
+    { name: 'kcat-auto-commit-pipe', command: KCAT_PIPE, expect: 'fail', check: 'no-loss' },
   ],
 });
