@@ -191,13 +191,11 @@ export async function runFixtures(
       let ok: boolean;
       let aimed = { faults: 0, atPoint: 0 };
       try {
-        const databases = fixture.databases;
-        const failPlan = fixture.expect === 'fail' ? (fixture.failPlan ?? 'quick') : null;
-        const quick = fixturePlan(fixture, !!options.quick) === 'quick';
+        const plan = fixturePlan(fixture, !!options.quick);
         const terminal = terminalTail();
-        const report = await gradeProgram(lane, fixture.lab, fixture.input, { quick, databases, listener: terminal.listener });
+        const report = await gradeProgram(lane, fixture.lab, fixture.input, { quick: plan === 'quick', databases: fixture.databases, listener: terminal.listener });
         ({ ok, got } = judgeFixture(fixture, report));
-        if (failPlan && !options.quick) got += ` [${failPlan} plan]`;
+        if (fixture.expect === 'fail' && !options.quick) got += ` [${plan} plan]`;
         const aimedFaults = report.faults.filter((f) => f.aimedAt?.length);
         aimed = { faults: aimedFaults.length, atPoint: aimedFaults.filter((f) => f.landed === 'at-point').length };
         if (!ok) {
