@@ -2,6 +2,7 @@ import { availableParallelism } from 'node:os';
 import { configDefaults, defineConfig } from 'vitest/config';
 import LongestFirst from './tests/support/sequencer.ts';
 import { testLanes } from './tests/support/lane-ports.ts';
+import { SERVER_V8_FLAGS } from './bin/runtime-pin.mjs';
 
 /**
  * Two tiers. `npm run test:unit` runs the unit tier alone (the edit loop); `npm test` runs both,
@@ -46,6 +47,8 @@ export default defineConfig({
           globalSetup: ['tests/support/pinned-node.ts', 'tests/support/global-setup.ts'],
           setupFiles: ['tests/support/lane.ts'],
           pool: 'forks',
+          // The workers grade in their own process, relays included: the lab server's V8 flags.
+          execArgv: SERVER_V8_FLAGS,
           maxWorkers: LANES,
           sequence: { groupOrder: 1 },
           testTimeout: 60_000,

@@ -1,3 +1,4 @@
+import { SERVER_V8_FLAGS } from '../../bin/runtime-pin.mjs';
 import { spawn, type ChildProcess } from 'node:child_process';
 import readline from 'node:readline';
 import { ROOT_DIR } from '../../lab-server/core/paths.ts';
@@ -37,7 +38,7 @@ export function startCourseServer(
 ): Promise<CourseServer & { pid: number }> {
   const log: string[] = [];
   const args = entry === 'start' ? ['--no-build', ...(options.args ?? [])] : (options.args ?? []);
-  const child: ChildProcess = spawn(process.execPath, ['--disable-sigusr1', '--import', 'tsx', ENTRIES[entry].file, ...args], {
+  const child: ChildProcess = spawn(process.execPath, [...SERVER_V8_FLAGS, '--disable-sigusr1', '--import', 'tsx', ENTRIES[entry].file, ...args], {
     cwd: ROOT_DIR,
     env: { ...serverEnv(), PORT: '0', KAFKA_BROKERS: brokers.join(','), ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
