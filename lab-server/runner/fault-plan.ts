@@ -39,7 +39,25 @@ export interface PlannedFault {
   path?: string;
   /** For faults without a crash point: delay after the wave is written. */
   delayMs: number;
+  /**
+   * In no lab's fault list and aimed at no point: a kill at a seeded moment after a wave is
+   * written, armed nowhere (see planFaults), so neither the plan a lab shows nor the crash points
+   * tell a program when it is safe.
+   */
+  unannounced?: true;
 }
+
+export interface PlanOptions {
+  /** A lab written for one instance: joins go last (see planFaults). */
+  joinsLast?: boolean;
+  /** The lab's instances: the plan gets its unannounced kill, of one of them. */
+  instances?: number;
+}
+
+/** The unannounced kill fires this long at most after its wave is written: while the program works on it, or just after. */
+export const UNANNOUNCED_WINDOW_MS = 1_000;
+/** Mixed into the seed for the unannounced kill's draws, so the listed faults' plan of a seed is the same with it or without. */
+const UNANNOUNCED_STREAM = 0x5eed_f417;
 
 export interface FaultPlan {
   seed: number;
@@ -48,10 +66,10 @@ export interface FaultPlan {
 
 /**
  * Every fault of the lab's list fires once; the seed decides their order, which of the allowed
- * crash points each one uses and on which occurrence. Broker restarts never come first, so the
+ * crash points each one uses and on which occurrence, and (with `instances`) the unannounced kill. Broker restarts never come first, so the
  * program has made progress before the slowest fault; coordinator kills always come last.
  */
-export function planFaults(specs: FaultSpec[], seed: number, options: { joinsLast?: boolean } = {}): FaultPlan {
+export function planFaults(specs: FaultSpec[], seed: number, options: PlanOptions = {}): FaultPlan {
   const random = seededRandom(seed);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
   const faults: PlannedFault[] = specs.map((spec) => ({
@@ -78,6 +96,23 @@ export function planFaults(specs: FaultSpec[], seed: number, options: { joinsLas
   const rest = faults.filter((f) => !goesLast(f));
   const brokerFirst = rest[0]?.kind === 'broker-restart' && rest.length > 1;
   if (brokerFirst) rest.push(rest.shift()!);
+  // Besides the listed faults, one the program cannot see coming: a kill of a seeded instance at a
+  // seeded moment after a seeded wave, in no lab's list and held at no crash point. Aimed faults
+  // already land wherever the program does its work; this one means nothing about timing either
+  // (when input arrives, how long since the last fault) tells a program it is safe from a crash.
+  // Before the faults that go last, for the reason they do.
+  if (options.instances) {
+    const draw = seededRandom((seed ^ UNANNOUNCED_STREAM) >>> 0);
+    const kill: PlannedFault = {
+      kind: 'kill',
+      instance: 1 + Math.floor(draw() * options.instances),
+      points: [],
+      occurrence: 1,
+      delayMs: Math.floor(draw() * UNANNOUNCED_WINDOW_MS),
+      unannounced: true,
+    };
+    rest.splice(Math.floor(draw() * (rest.length + 1)), 0, kill);
+  }
   return { seed, faults: [...rest, ...last].map((f, i) => ({ ...f, ordinal: i + 1 })) };
 }
 

@@ -115,6 +115,7 @@ export const faultRecordSchema = z
       .optional()
       .describe('at-point: it hit one of aimedAt; fallback: the program did not reach them in time, so it fired elsewhere (or at a seeded moment) and stays owed'),
     try: z.number().int().min(1).optional().describe('1 for the planned injection, 2 and up when an owed fault was armed again'),
+    unannounced: z.literal(true).optional().describe("The plan's kill at a seeded moment: in no lab's fault list, aimed at no crash point"),
     producer: z
       .string()
       .max(249)

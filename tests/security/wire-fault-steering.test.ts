@@ -9,6 +9,9 @@
  * - steer-faults.ts adds a decoy transaction with the batch's offsets and one record before each
  *   real batch, so aimed points find a transaction while the real work has not started: those
  *   faults are not counted as inside a transaction, since that producer never commits records.
+ * - wait-out-faults.ts reads the grader's rhythm (a fault follows each wave) and holds each new
+ *   wave untouched for 3 s before its work: an aimed point waits for the work wherever it comes,
+ *   and the plan's unannounced kill (fault-plan.ts) is armed nowhere, so no timing is safe.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -48,6 +51,12 @@ describe('an at-least-once program that steers faults', () => {
     expect(report.faults.filter((f) => f.inTransaction === true), describeReport(report)).toEqual([]);
     const innocent = await victim.report;
     expect(innocent.verdict, innocent.message).toBe('pass');
+    // Its plan had the unannounced kill: aimed at no point, yet on record for the learner.
+    const unannounced = innocent.faults.filter((f) => f.unannounced);
+    expect(unannounced, describeReport(innocent)).toHaveLength(1);
+    expect(unannounced[0]).toMatchObject({ kind: 'kill', instance: 'i1' });
+    expect(unannounced[0]!.crashPoint).toBeUndefined();
+    expect(unannounced[0]!.aimedAt).toBeUndefined();
   }, 180_000);
 
   it('with decoy transactions before each batch: never passes, and says why', async () => {
@@ -56,4 +65,12 @@ describe('an at-least-once program that steers faults', () => {
     expect(report.verdict, describeReport(report)).not.toBe('pass');
     if (report.verdict === 'inconclusive') expect(report.message).toMatch(/never committed one carrying records/);
   }, 240_000);
+
+  it('waiting out each wave before its at-least-once work: never passes', async () => {
+    const { report, lines } = await gradeAttack('wait-out-faults', 'quick');
+    expect(lines.some((l) => l.startsWith('WAIT held')), lines.slice(-20).join('\n')).toBe(true);
+    expect(report.verdict, describeReport(report)).toBe('fail');
+    // An aimed kill waited for its point and landed between the output and the offset commit.
+    expect(report.checks.find((c) => c.name === 'no-duplicates')?.passed, describeReport(report)).toBe(false);
+  }, 180_000);
 });

@@ -9,6 +9,9 @@ import type { FaultHandler, NemesisContext } from './context.ts';
 
 const target = (ctx: NemesisContext, n: number) => ctx.program.slot(n) ?? ctx.program.slot(1)!;
 
+/** What the report says of the unannounced kill (fault-plan.ts). */
+const UNANNOUNCED_NOTE = "unannounced: at a seeded moment after its wave, in no lab's list and aimed at no point";
+
 /** How long a kill waits for the other instances to take the dead one's partitions over. */
 const SURVIVORS_TAKE_OVER_MS = 8_000;
 
@@ -18,6 +21,12 @@ const SURVIVORS_TAKE_OVER_MS = 8_000;
  * keeps-up saw it: the stall is let show first.
  */
 async function armFault(ctx: NemesisContext, slot: Slot, fault: PlannedFault, action: ArmAction, wave: SeedTransaction[]) {
+  // The unannounced kill is armed nowhere: its wave, then its seeded moment (fault-plan.ts).
+  if (fault.unannounced) {
+    await ctx.input.writeWave(wave);
+    await sleep(fault.delayMs);
+    return { instance: slot.current, event: null };
+  }
   const landed = await ctx.program.driver.armAndWrite(ctx, slot, fault, action, wave);
   if (!landed.event) await ctx.program.letStallShow();
   return landed;
@@ -35,7 +44,8 @@ export const killFault: FaultHandler = async (ctx, fault, wave) => {
   // to hold up the replacement. When sent, the report says so, so the quick rejoin in the
   // timeline does not teach a wrong lesson.
   const leaves = ctx.program.hasMemberships(instance) && !ctx.cluster.maintenance.isDown;
-  ctx.record.fault(fault, instance.id, event, open, leaves ? 'the grader sends the LeaveGroup it could not: no wait for its session timeout' : undefined);
+  const notes = [fault.unannounced ? UNANNOUNCED_NOTE : '', leaves ? 'the grader sends the LeaveGroup it could not: no wait for its session timeout' : ''].filter(Boolean);
+  ctx.record.fault(fault, instance.id, event, open, notes.length ? notes.join('; ') : undefined);
   if (leaves) await ctx.program.removeFromGroups(instance);
   // Other instances still running (a multi-instance lab, or one that joined): as a crashed pod is
   // rescheduled only after a while, they take its partitions over before it comes back. A program

@@ -124,7 +124,7 @@ async function earliestTransactionExpiry(brokers: string[], namespace: string, s
 /** Records a landed fault: the history, the report's fault list, the workbench and the terminal. */
 export function recordFault(
   parts: Pick<NemesisParts, 'attempt' | 'lab' | 'liveness' | 'gradePlan'>,
-  fault: Pick<PlannedFault, 'kind'> & Partial<Pick<PlannedFault, 'points' | 'attempt' | 'ordinal' | 'path'>>,
+  fault: Pick<PlannedFault, 'kind'> & Partial<Pick<PlannedFault, 'points' | 'attempt' | 'ordinal' | 'path' | 'unannounced'>>,
   instance: string,
   event: (Pick<AimedHit, 'point' | 'txnOpen' | 'transactionalId'> & { aimedAt?: string; unconfirmed?: boolean }) | null,
   txnOpen: boolean | null,
@@ -155,6 +155,7 @@ export function recordFault(
     inTransaction: event ? event.txnOpen || insideUnitOfWork(event.point) : txnOpen,
     ...(aimedAt ? { aimedAt, landed } : {}),
     ...(fault.attempt && fault.attempt > 1 ? { try: fault.attempt } : {}),
+    ...(fault.unannounced ? { unannounced: true as const } : {}),
     ...(event?.transactionalId ? { producer: event.transactionalId } : {}),
     ...(note ? { note } : {}),
   };

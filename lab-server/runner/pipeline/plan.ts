@@ -18,19 +18,22 @@ export interface GradePlan {
 }
 
 export function planGrade(lab: PipelineLab, quick: boolean, seed: number): GradePlan {
-  const faults = planFaults(quick ? lab.faults.quick : lab.faults.full, seed, { joinsLast: lab.instances === 1 });
+  const faults = planFaults(quick ? lab.faults.quick : lab.faults.full, seed, { joinsLast: lab.instances === 1, instances: lab.instances });
   const transactions = planSeedTransactions(lab, seed);
   return { faults, transactions, expected: transactions.filter((t) => t.commit).reduce((n, t) => n + t.records.length, 0), waves: splitIntoWaves(transactions, waveCount(lab, faults)) };
 }
 
 /**
- * One wave per fault, a spare per fault for the "after a send" fallback, one for the zombie's
+ * One wave per listed fault, a spare per fault for the "after a send" fallback, one for the zombie's
  * replacement to chew on, and a last one: a fault must never find the input used up. Several
  * instances also get a warm-up wave (play.ts), and each aimed fault two spares for when it is owed
  * again (fault-obligations.ts).
  */
 function waveCount(lab: PipelineLab, plan: FaultPlan): number {
-  const aimed = plan.faults.filter((f) => f.points?.length).length;
-  const zombies = plan.faults.filter((f) => f.kind === 'zombie').length;
-  return 2 * plan.faults.length + 1 + zombies + (lab.instances > 1 ? 1 : 0) + 2 * aimed;
+  // The unannounced kill takes a wave of the spares: the listed faults' waves stay the size they
+  // were planned at, whether a plan has it or not.
+  const listed = plan.faults.filter((f) => !f.unannounced);
+  const aimed = listed.filter((f) => f.points?.length).length;
+  const zombies = listed.filter((f) => f.kind === 'zombie').length;
+  return 2 * listed.length + 1 + zombies + (lab.instances > 1 ? 1 : 0) + 2 * aimed;
 }
