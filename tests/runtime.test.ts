@@ -3,6 +3,7 @@
  * node_modules/.bin) runs the tests, the lab server and every learner program, whatever Node the
  * host has. A learner program is run the way the workbench's Run button runs it.
  */
+import { SERVER_V8_FLAGS } from '../bin/runtime-pin.mjs';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -48,6 +49,15 @@ describe('the pinned Node runtime', () => {
 
   // These machines (and CI) have the host's own Node 20 at /usr/bin/node: an entry point started by it
   // must end up on the pinned runtime, as \`node bin/kafkaiq.mjs\` and the npm scripts do.
+  // The grading processes' V8 flags (bin/runtime-pin.mjs) come with the move, and an entry point
+  // started by the pinned Node without them (`npx kafkaiq`: a shebang takes no flags) gets them too.
+  it('starts every entry point with the grading V8 flags', () => {
+    const env = { ...process.env, KAFKAIQ_ANY_NODE: '' };
+    const show = 'console.log(process.version, process.execArgv.filter((a) => a.startsWith("--initial-old-space-size")).join(" "))';
+    const script = spawnSync(process.execPath, ['--import', './bin/pinned-node.mjs', '-e', show], { cwd: ROOT_DIR, encoding: 'utf8', env });
+    expect(script.stdout.trim(), script.stderr).toBe(`${PINNED} ${SERVER_V8_FLAGS.join(' ')}`);
+  });
+
   const hostNode = ['/usr/bin/node', '/usr/local/bin/node'].find((p) => fs.existsSync(p) && fs.realpathSync(p) !== fs.realpathSync(process.execPath));
   it.runIf(hostNode)('moves an entry point started by another Node onto the pinned one', () => {
     const env = { ...process.env, KAFKAIQ_ANY_NODE: '' };
