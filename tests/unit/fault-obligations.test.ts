@@ -31,6 +31,22 @@ describe('faults are obligations', () => {
     expect(o.inconclusiveMessage()).toMatch(/kill at after:commit \(i1, after 3 tries\)/);
   });
 
+  it('arms an owed fault again at a point of its list the program reaches, when the seed picked one it never does', () => {
+    const zombie: PlannedFault = { kind: 'zombie', instance: 1, crashPoint: 'after:sendOffsets', points: ['after:send', 'after:sendOffsets'], occurrence: 1, delayMs: 0 };
+    const fellBack: FaultRecord = { ...record('fallback'), kind: 'zombie', aimedAt: ['after:send', 'after:sendOffsets'] };
+    const o = new FaultObligations(new Set<CrashPoint>(['after:send', 'after:commit']), () => {});
+    const queue: PlannedFault[] = [];
+    o.settle(zombie, [fellBack], queue, true);
+    expect(queue).toMatchObject([{ crashPoint: 'after:send', attempt: 2 }]);
+    o.settle(queue.shift()!, [fellBack], queue, true, true);
+    expect(queue).toMatchObject([{ crashPoint: 'after:send', attempt: 2, disturbed: 1 }]);
+    // Its pick reached: kept.
+    const kept = new FaultObligations(new Set<CrashPoint>(['after:send', 'after:sendOffsets']), () => {});
+    const again: PlannedFault[] = [];
+    kept.settle(zombie, [fellBack], again, true);
+    expect(again).toMatchObject([{ crashPoint: 'after:sendOffsets', attempt: 2 }]);
+  });
+
   it('does not count a fallback the program had no chance at (it crashed, or the broker was down), a bounded number of times', () => {
     const o = new FaultObligations(new Set<CrashPoint>(['after:commit']), () => {});
     const queue: PlannedFault[] = [];

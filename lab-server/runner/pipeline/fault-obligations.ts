@@ -60,7 +60,7 @@ export class FaultObligations {
       // on waking): owed again like a disturbed fallback, within the same bound. Past the bound the
       // landing stands, so a program whose zombie always dies that way is not held inconclusive.
       if (withoutEffect && uncounted < MAX_DISTURBED_TRIES && inputLeft) {
-        queue.unshift({ ...fault, disturbed: uncounted + 1 });
+        queue.unshift({ ...fault, crashPoint: this.rearmPoint(fault), disturbed: uncounted + 1 });
         this.system(`${describe(aimed)} hit its point, but ${withoutEffect}: arming it again (not counted as a try).`);
         return;
       }
@@ -70,13 +70,13 @@ export class FaultObligations {
     const tries = fault.attempt ?? 1;
     const stop = (reason: UnlandedFault['reason']) => void this.unlanded.push({ ...aimed, instance: fault.instance, tries, reason });
     if (disturbed && uncounted < MAX_DISTURBED_TRIES && inputLeft && this.isReachable(fault.points)) {
-      queue.unshift({ ...fault, disturbed: uncounted + 1 });
+      queue.unshift({ ...fault, crashPoint: this.rearmPoint(fault), disturbed: uncounted + 1 });
       this.system(`${describe(aimed)} fell back while the program was restarting or the broker was down: not counted as a try, arming it again.`);
       return;
     }
     if (tries >= MAX_FAULT_TRIES) return stop('tries');
     if (!inputLeft) return stop('input');
-    const next = { ...fault, attempt: tries + 1 };
+    const next = { ...fault, crashPoint: this.rearmPoint(fault), attempt: tries + 1 };
     if (this.isReachable(fault.points)) {
       queue.unshift(next);
       this.system(`${describe(aimed)} is still owed (the program has reached that point before): arming it again (try ${tries + 1} of ${MAX_FAULT_TRIES}).`);
@@ -125,6 +125,17 @@ export class FaultObligations {
     const skipped = this.notInDesign();
     if (!skipped.length) return '';
     return ` ${skipped.map((f) => describe(f)).join('; ')}: your program never makes ${skipped.length === 1 ? 'that call' : 'those calls'}, so ${skipped.length === 1 ? 'it' : 'they'} fired at the nearest point instead.`;
+  }
+
+  /**
+   * Where an owed fault is armed again: at the seed's pick among its points when the program has
+   * reached it, else at the first of its points the program has reached. A design that never makes
+   * the picked call (offsets committed by the consumer, never sent in the transaction) is met where
+   * it does the same work, instead of the grade waiting tries long at a call that never comes.
+   */
+  private rearmPoint(fault: PlannedFault): CrashPoint | undefined {
+    if (!fault.points?.length || (fault.crashPoint && this.reached.has(fault.crashPoint))) return fault.crashPoint;
+    return fault.points.find((p) => this.reached.has(p)) ?? fault.crashPoint;
   }
 
   private isReachable(points: readonly CrashPoint[]): boolean {
