@@ -68,7 +68,10 @@ export class AttemptLifecycle implements Attempt {
   startedAt = Date.now();
   /** Set when the attempt winds down: loops end, nothing restarts. */
   stopping = false;
-  /** Waits during preparing that are not the program's time (a database start): the limit starts after them. */
+  /**
+   * Time that is not the program's: waits during preparing (a database start), and the stretch of
+   * the plan's unannounced kill (play.ts). The deadline moves back by it.
+   */
   notProgramTimeMs = 0;
   /** The cluster's downtime total when the plan started (see MaintenanceLock.downtimeMs). */
   downtimeAtStart = 0;

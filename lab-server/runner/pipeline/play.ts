@@ -89,6 +89,9 @@ export async function playPipeline(s: PlannedPipeline): Promise<Played> {
     s.obligations.settle(fault, records, queue, waves.length > 0, lostItsChance(s, fault, armedAt, records), outcome?.withoutEffect);
     await s.progressTracker.waitFor(ctx.input.committedWritten, Math.min(15_000, attempt.deadline - Date.now()), () => s.liveness.stuckAgain());
     await s.liveness.letStallShow();
+    // The unannounced kill is the grader's addition to the lab's plan (fault-plan.ts): its stretch,
+    // the restart and the catching up after it, is not taken from the time the lab gives its faults.
+    if (fault.unannounced) attempt.notProgramTimeMs += Date.now() - armedAt;
     // keeps-up has its evidence; a program still stuck would only let the next faults fall back.
     if (queue.length) heldThroughStalls.push(...(await restartStuck(s)));
   }
