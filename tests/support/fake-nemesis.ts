@@ -123,7 +123,8 @@ export function fakeAttempt(options: { lab?: PipelineLab; control?: boolean; nod
       },
     },
     record: {
-      fault: (f, instance, event, txnOpen, note) => {
+      fault: (f, instance, event, open, note) => {
+        const txnOpen = open !== null && typeof open === 'object' ? true : open;
         recorded.push({ kind: f.kind, instance, ...(event ? { crashPoint: event.point } : {}), txnOpen: event ? event.txnOpen : txnOpen, ...(note ? { note } : {}) });
         return { atMs: 0, kind: f.kind, instance, inTransaction: event ? event.txnOpen : txnOpen } satisfies FaultRecord;
       },

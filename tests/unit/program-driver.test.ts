@@ -64,6 +64,17 @@ describe('program drivers', () => {
     expect(opaque.hitTransaction(faults(false), 0)).toBe(false);
   });
 
+  it("a fault that hit no point takes its open transaction from the relay, with the producer, when the instance is wire-watched", async () => {
+    const watched = Object.assign(new FakeProcess('i1', 1), { wireWatched: true, openTransactionOnWire: () => ({ transactionalId: 'tx-i1' }) });
+    const slot = { slot: 1, current: watched, incarnation: 1, txnOpen: false, callInFlight: null, restartsInARow: 0 } as Slot;
+    expect(await instrumented.openTransactionNow(context(null).ctx, slot)).toEqual({ producer: 'tx-i1' });
+    // A transaction without records (opened for show, or offsets only) is none; the last event's flag is not asked.
+    const none = Object.assign(new FakeProcess('i1', 1), { wireWatched: true, openTransactionOnWire: () => null });
+    expect(await instrumented.openTransactionNow(context(null).ctx, { ...slot, current: none, txnOpen: true })).toBe(false);
+    // Not wire-watched: the wrapper's word, as before.
+    expect(await instrumented.openTransactionNow(context(null).ctx, { ...slot, current: new FakeProcess('i1', 1), txnOpen: true })).toBe(true);
+  });
+
   it('the instrumented driver arms the crash point over IPC and resolves with the hit', async () => {
     const { ctx, waves } = context(true); // the broker confirms the open transaction
     const process = new FakeProcess('i1', 1);

@@ -79,6 +79,18 @@ describe('the wire tap', () => {
     expect(t.tap.transactionWithRecordsOpen).toBe(false);
   });
 
+  it('names the producer of an open transaction carrying records, for a fault that hit no point; none once it ends or while it aborts', async () => {
+    const t = tapped();
+    expect(t.tap.openTransactionCarryingRecords()).toBeNull();
+    await openTransaction(t, 2);
+    t.response(produceAnswer(2));
+    expect(t.tap.openTransactionCarryingRecords()).toEqual({ transactionalId: TX });
+    t.request(await endTxn(3, false));
+    expect(t.tap.openTransactionCarryingRecords()).toBeNull();
+    t.response(endTxnAnswer(3));
+    expect(t.tap.openTransactionCarryingRecords()).toBeNull();
+  });
+
   it('holds the armed point until released, and drops it when the instance is killed', async () => {
     const t = tapped();
     t.tap.command({ t: 'arm', point: 'after:send', action: 'pause', occurrence: 1 });

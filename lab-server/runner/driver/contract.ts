@@ -57,6 +57,9 @@ export interface DriverContext {
   readonly cluster: DriverClusterView;
 }
 
+/** A transaction open when a fault landed without a hit: unknown, no, yes, or yes with the producer the relay saw. */
+export type OpenTransactionNow = boolean | null | { producer: string };
+
 export interface ProgramDriver {
   readonly kind: 'instrumented' | 'opaque';
   readonly source: ProgramSource;
@@ -68,8 +71,11 @@ export interface ProgramDriver {
   quietMs(base: number, laterStagesBehind: boolean): number;
   /** Arms the fault's crash point (if the driver can), writes the wave, and waits for the program to reach it. */
   armAndWrite(ctx: DriverContext, slot: Slot, fault: PlannedFault, action: ArmAction, wave: SeedTransaction[]): Promise<{ instance: ProgramProcess; event: AimedHit | null }>;
-  /** Whether the slot's program holds an open transaction now (null: unknown). */
-  openTransactionNow(ctx: DriverContext, slot: Slot): Promise<boolean | null>;
+  /**
+   * Whether the slot's program holds an open transaction now (null: unknown); on the wire, the
+   * producer whose transaction carries records, so a transaction opened for show is known as one.
+   */
+  openTransactionNow(ctx: DriverContext, slot: Slot): Promise<OpenTransactionNow>;
   /** Whether any instance holds an open transaction now (null: unknown). */
   anyTransactionOpen(ctx: DriverContext): Promise<boolean | null>;
   /** Resolves true when the instance reports a matching event, false after timeoutMs. */

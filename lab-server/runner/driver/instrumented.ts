@@ -12,7 +12,7 @@ import type { PlannedFault } from '../fault-plan.ts';
 import type { ProgramProcess, ProgramSource } from '../program/program-instance.ts';
 import type { SeedTransaction } from '../seeder.ts';
 import type { Slot } from '../program/supervisor.ts';
-import type { AimedHit, DriverContext, ProgramDriver } from './contract.ts';
+import type { AimedHit, DriverContext, OpenTransactionNow, ProgramDriver } from './contract.ts';
 
 const HIT_TIMEOUT_MS = 5_000;
 /** How long a program that handled the new wave may sit idle, outside a transaction, before its crash point counts as unreachable. */
@@ -91,8 +91,12 @@ export class InstrumentedDriver implements ProgramDriver {
     return { instance, event: event && (instance.wireWatched ? event : await confirmedByBroker(ctx, event)) };
   }
 
-  async openTransactionNow(_ctx: DriverContext, slot: Slot): Promise<boolean | null> {
-    return slot.txnOpen;
+  async openTransactionNow(_ctx: DriverContext, slot: Slot): Promise<OpenTransactionNow> {
+    // On the wire: only a transaction carrying records counts, named by its producer, so a
+    // transaction opened for show is judged like an aimed hit's (pipeline/collect.ts).
+    const wire = slot.current.openTransactionOnWire?.();
+    if (wire === undefined) return slot.txnOpen;
+    return wire ? { producer: wire.transactionalId } : false;
   }
 
   async anyTransactionOpen(ctx: DriverContext): Promise<boolean | null> {

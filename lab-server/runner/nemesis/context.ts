@@ -10,7 +10,7 @@ import type { BrokerControl } from '../../broker/cluster.ts';
 import type { MaintenanceLock } from '../../broker/maintenance.ts';
 import type { TransactionCoordinator } from '../../kafka/coordinator.ts';
 import type { ApiNamespace } from '../../api/lab-api.ts';
-import type { AimedHit, DriverClusterView, DriverContext, DriverProgramView, InputView, ProgramDriver } from '../driver/contract.ts';
+import type { AimedHit, DriverClusterView, DriverContext, DriverProgramView, InputView, OpenTransactionNow, ProgramDriver } from '../driver/contract.ts';
 import type { PlannedFault } from '../fault-plan.ts';
 import type { ProgramProcess } from '../program/program-instance.ts';
 import type { SeedTransaction } from '../seeder.ts';
@@ -60,7 +60,7 @@ export interface ClusterView extends DriverClusterView {
 
 /** Where a landed fault goes: the history, the report and the learner's terminal. */
 export interface RecordView {
-  fault(fault: PlannedFault, instance: string, event: (Pick<AimedHit, 'point' | 'txnOpen'> & { aimedAt?: string }) | null, txnOpen: boolean | null, note?: string): FaultRecord;
+  fault(fault: PlannedFault, instance: string, event: (Pick<AimedHit, 'point' | 'txnOpen'> & { aimedAt?: string }) | null, txnOpen: OpenTransactionNow, note?: string): FaultRecord;
 }
 
 /** The learner's terminal and the workbench's instance list. */

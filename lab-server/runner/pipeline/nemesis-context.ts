@@ -10,7 +10,7 @@ import { findTransactionCoordinator, waitForFullIsr } from '../../kafka/coordina
 import { waitForStableGroup } from '../../kafka/group-wait.ts';
 import { brokerSeesOpenTransaction } from '../../kafka/open-transaction.ts';
 import { listTransactions } from '../../kafka/transactions.ts';
-import type { AimedHit, ProgramDriver } from '../driver/contract.ts';
+import type { AimedHit, OpenTransactionNow, ProgramDriver } from '../driver/contract.ts';
 import { untilDeadline } from '../driver/until-deadline.ts';
 import type { PlannedFault } from '../fault-plan.ts';
 import type { AttemptLifecycle } from '../lifecycle.ts';
@@ -127,10 +127,13 @@ export function recordFault(
   fault: Pick<PlannedFault, 'kind'> & Partial<Pick<PlannedFault, 'points' | 'attempt' | 'ordinal' | 'path' | 'unannounced'>>,
   instance: string,
   event: (Pick<AimedHit, 'point' | 'txnOpen' | 'transactionalId'> & { aimedAt?: string; unconfirmed?: boolean }) | null,
-  txnOpen: boolean | null,
+  open: OpenTransactionNow,
   note?: string,
 ): FaultRecord {
   const { attempt, lab } = parts;
+  // Without a hit, the relay may still name the producer whose transaction was open (driver contract).
+  const txnOpen = open !== null && typeof open === 'object' ? true : open;
+  const producer = event?.transactionalId ?? (open !== null && typeof open === 'object' && open.producer ? open.producer : undefined);
   // Only a program whose calls are seen can be held at a point: an opaque program's faults are not aimed.
   const aimedAt = attempt.driver.aims(fault.kind) && fault.points?.length ? [...fault.points] : null;
   const landed = aimedAt ? (event?.point && aimedAt.includes(event.point) ? 'at-point' : 'fallback') : undefined;
@@ -156,7 +159,7 @@ export function recordFault(
     ...(aimedAt ? { aimedAt, landed } : {}),
     ...(fault.attempt && fault.attempt > 1 ? { try: fault.attempt } : {}),
     ...(fault.unannounced ? { unannounced: true as const } : {}),
-    ...(event?.transactionalId ? { producer: event.transactionalId } : {}),
+    ...(producer ? { producer } : {}),
     ...(note ? { note } : {}),
   };
   attempt.history.fault(record);

@@ -51,6 +51,8 @@ export interface ProgramProcess {
   readonly transactionWithRecordsOpen?: boolean;
   /** Read on the wire: when it last sent its database a statement (0: never); undefined when not wire-watched. */
   readonly lastQueryAt?: number;
+  /** Read on the wire: a producer of its own with a transaction carrying records open (null: none); undefined when not wire-watched. */
+  openTransactionOnWire?(): { transactionalId: string } | null | undefined;
   /** When it was started (ms since the epoch). */
   readonly startedAt?: number;
   signal(signal: NodeJS.Signals): void;
@@ -192,6 +194,11 @@ export class ProgramInstance extends EventEmitter<{
 
   get wireWatched(): boolean {
     return this.tap !== null;
+  }
+
+  /** What the relay saw of the instance's own producers: one with a transaction carrying records open (undefined: not wire-watched). */
+  openTransactionOnWire(): { transactionalId: string } | null | undefined {
+    return this.tap ? this.tap.openTransactionCarryingRecords() : undefined;
   }
 
   get lastFetchAt(): number | undefined {

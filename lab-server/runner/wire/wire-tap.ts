@@ -159,6 +159,11 @@ export class WireTap extends EventEmitter<{ event: [WireEvent]; line: [string] }
     this.emit('line', `the grader's relay closed one ${protocol} connection of this program: ${printable(why, 200)}`);
   }
 
+  /** A producer of the instance whose open transaction carries records (not one being aborted), by transactional id; null: none. */
+  openTransactionCarryingRecords(): { transactionalId: string } | null {
+    return this.transactions.openCarryingRecords();
+  }
+
   /** Whether a producer of the instance has a transaction open at the broker with records in it. */
   get transactionWithRecordsOpen(): boolean {
     return this.transactions.anyOpenWithRecords();

@@ -71,6 +71,17 @@ export class WireTransactions {
     return [...this.producers.values()].some((p) => p.open !== null);
   }
 
+  /**
+   * A producer whose open transaction carries records and is not being aborted: what a crash at
+   * this moment could lose or duplicate. Its transactional id ('' when the relay never saw it).
+   */
+  openCarryingRecords(): { transactionalId: string } | null {
+    for (const p of this.producers.values()) {
+      if (p.open && p.open.ending !== 'abort' && [...p.open.records.values()].some((n) => n > 0)) return { transactionalId: p.transactionalId ?? '' };
+    }
+    return null;
+  }
+
   /** Whether a producer has a transaction open with records written in it (read_committed readers wait behind it). */
   anyOpenWithRecords(): boolean {
     return [...this.producers.values()].some((p) => p.open !== null && [...p.open.records.values()].some((n) => n > 0));
