@@ -132,8 +132,9 @@ export function recordFault(
 ): FaultRecord {
   const { attempt, lab } = parts;
   // Without a hit, the relay may still name the producer whose transaction was open (driver contract).
-  const txnOpen = open !== null && typeof open === 'object' ? true : open;
-  const producer = event?.transactionalId ?? (open !== null && typeof open === 'object' && open.producer ? open.producer : undefined);
+  const named = open !== null && typeof open === 'object' ? open : null;
+  const txnOpen = named ? true : (open as boolean | null);
+  const producer = event?.transactionalId ?? (named?.producer || undefined);
   // Only a program whose calls are seen can be held at a point: an opaque program's faults are not aimed.
   const aimedAt = attempt.driver.aims(fault.kind) && fault.points?.length ? [...fault.points] : null;
   const landed = aimedAt ? (event?.point && aimedAt.includes(event.point) ? 'at-point' : 'fallback') : undefined;

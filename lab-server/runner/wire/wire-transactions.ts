@@ -44,6 +44,9 @@ export interface KafkaPoint {
 /** Topic ids (Produce v13 and OffsetCommit v10 name topics by id) kept per instance, from its Metadata answers. */
 const MAX_TOPIC_IDS = 1024;
 
+/** Whether an open transaction has records written in it. */
+const hasRecords = (open: OpenTransaction) => [...open.records.values()].some((n) => n > 0);
+
 export class WireTransactions {
   private readonly producers = new Map<bigint, Producer>();
   private readonly topicNames = new Map<string, string>();
@@ -77,14 +80,14 @@ export class WireTransactions {
    */
   openCarryingRecords(): { transactionalId: string } | null {
     for (const p of this.producers.values()) {
-      if (p.open && p.open.ending !== 'abort' && [...p.open.records.values()].some((n) => n > 0)) return { transactionalId: p.transactionalId ?? '' };
+      if (p.open && p.open.ending !== 'abort' && hasRecords(p.open)) return { transactionalId: p.transactionalId ?? '' };
     }
     return null;
   }
 
   /** Whether a producer has a transaction open with records written in it (read_committed readers wait behind it). */
   anyOpenWithRecords(): boolean {
-    return [...this.producers.values()].some((p) => p.open !== null && [...p.open.records.values()].some((n) => n > 0));
+    return [...this.producers.values()].some((p) => p.open !== null && hasRecords(p.open));
   }
 
   /**
