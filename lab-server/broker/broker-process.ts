@@ -14,6 +14,7 @@ import { CONTROLLER_PORT_OFFSET, defaultBrokerPort } from './ports.ts';
 import { assertPortsFree, claimDataDir, liveOwner } from './data-dir.ts';
 import { isKafkaAt } from './probes.ts';
 import { lastErrorLine, readTail, waitUntilReady } from './readiness.ts';
+import { restartInJvm, RESTARTS_PER_JVM } from './restart-in-jvm.ts';
 import { CRASH_LOOP, CrashLoop, quarantine, Watchdog, WATCHDOG, type WatchdogOptions } from './recovery.ts';
 import type { BrokerNode } from './server-properties.ts';
 
@@ -30,11 +31,13 @@ export interface BrokerOptions {
   readyTimeoutMs?: number;
   /** The health check of a running broker (recovery.ts); false for none. */
   watchdog?: WatchdogOptions | false;
+  /** Restarts a node's JVM does in place before the next is a new JVM (RESTARTS_PER_JVM). */
+  restartsPerJvm?: number;
 }
 
 /**
  * A real Apache Kafka (KRaft, broker+controller per node) run from the jars in broker/lib.
- * Every JVM is started through ParentWatchLauncher with a pipe on stdin, so it shuts down when
+ * Every JVM is started through RestartableBroker with a pipe on stdin, so it shuts down when
  * this process dies, however it dies.
  */
 export class BrokerProcess {
@@ -44,6 +47,7 @@ export class BrokerProcess {
   private readonly heapMb: number;
   private readonly log: (line: string) => void;
   private readonly readyTimeoutMs: number;
+  private readonly restartsPerJvm: number;
 
   constructor(options: BrokerOptions = {}) {
     const count = options.nodes ?? 1;
@@ -57,6 +61,7 @@ export class BrokerProcess {
     this.heapMb = options.heapMb ?? (count === 1 ? 512 : 384);
     this.log = options.log ?? (() => {});
     this.readyTimeoutMs = options.readyTimeoutMs ?? 90_000;
+    this.restartsPerJvm = options.restartsPerJvm ?? RESTARTS_PER_JVM;
     this.watchdog = options.watchdog === false ? null : new Watchdog(this.watchdogTarget(), options.watchdog ?? WATCHDOG);
   }
 
@@ -260,10 +265,22 @@ export class BrokerProcess {
 
   private restarting: Promise<void> | null = null;
 
-  /** The grader's "broker bounce": a clean stop and start with the same data. Concurrent calls share one bounce. */
+  /** Restarts each node's JVM has done in place (restart-in-jvm.ts). */
+  private readonly restartsInJvm = new WeakMap<ChildProcess, number>();
+
+  /**
+   * The grader's "broker bounce": a clean stop and start with the same data. Concurrent calls
+   * share one bounce. Each node restarts inside its running JVM; if one cannot, every node is
+   * stopped and started as a new JVM.
+   */
   restart(): Promise<void> {
     this.restarting ??= (async () => {
       try {
+        if (await this.restartInPlace()) {
+          await this.waitUntilReady();
+          this.crashLoop.ready();
+          return;
+        }
         await Promise.all(this.nodes.map((n) => this.stopNode(n.nodeId)));
         const java = findJava();
         for (const node of this.nodes) this.spawnNode(node, java.command);
@@ -285,6 +302,18 @@ export class BrokerProcess {
       }
     })();
     return this.restarting;
+  }
+
+  /** Every node restarted inside its JVM; false (after logging why) when one could not be. */
+  private async restartInPlace(): Promise<boolean> {
+    const children = this.nodes.map((n) => this.children.get(n.nodeId));
+    if (children.some((c) => !c || (this.restartsInJvm.get(c) ?? 0) >= this.restartsPerJvm)) return false;
+    const outcomes = await Promise.all(this.nodes.map((n, i) => restartInJvm(children[i]!, this.logPath(n.nodeId), this.readyTimeoutMs)));
+    outcomes.forEach((outcome, i) => {
+      if (outcome.ok) this.restartsInJvm.set(children[i]!, (this.restartsInJvm.get(children[i]!) ?? 0) + 1);
+      else this.log(`Kafka node ${this.nodes[i]!.nodeId} did not restart in its JVM (${outcome.why}): starting a new one.`);
+    });
+    return outcomes.every((o) => o.ok);
   }
 
   async stopNode(nodeId: number, signal: NodeJS.Signals = 'SIGTERM', timeoutMs = 20_000): Promise<void> {
@@ -353,7 +382,8 @@ export class BrokerProcess {
     const child = spawn(
       javaCommand,
       brokerJvmArgs({ nodeId: node.nodeId, heapMb: this.heapMb, configPath: this.configPath(node.nodeId) }),
-      // stdin stays an open pipe that we never write: its EOF is the JVM's signal that we died.
+      // stdin stays an open pipe, written only to restart the server (restart-in-jvm.ts): its EOF
+      // is the JVM's signal that we died.
       { stdio: ['pipe', out, out] },
     );
     fs.closeSync(out);

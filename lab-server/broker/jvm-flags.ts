@@ -13,8 +13,9 @@ export function classpath(): string {
 }
 
 /**
- * The arguments of `java` that run one node: kafka.Kafka with its properties file, under
- * ParentWatchLauncher (it exits when its stdin, a pipe from this process, reaches EOF).
+ * The arguments of `java` that run one node: Kafka's server with its properties file, under
+ * RestartableBroker (it restarts the server when its stdin, a pipe from this process, says so,
+ * and exits when that pipe reaches EOF).
  */
 export function brokerJvmArgs(node: { nodeId: number; heapMb: number; configPath: string }): string[] {
   return [
@@ -32,8 +33,7 @@ export function brokerJvmArgs(node: { nodeId: number; heapMb: number; configPath
     `-javaagent:${path.join(BROKER_LIB_DIR, 'kafkaiq-launcher.jar')}=broker`,
     '-cp',
     classpath(),
-    'dev.kafkaiq.broker.ParentWatchLauncher',
-    'kafka.Kafka',
+    'dev.kafkaiq.broker.RestartableBroker',
     node.configPath,
   ];
 }

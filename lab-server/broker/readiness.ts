@@ -3,6 +3,7 @@
  * and transaction coordinators loaded. Any failure here is BROKER_START_FAILED, the kind of
  * failure the supervisor's crash-loop rule counts (recovery.ts).
  */
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describeError, KafkaIqError } from '../../src/shared/errors.ts';
@@ -55,7 +56,11 @@ export async function waitUntilReady(cluster: StartingCluster): Promise<void> {
 async function warmUpCoordinators(cluster: StartingCluster): Promise<void> {
   const kafka = createKafka(cluster.brokers, 'kafkaiq-warmup');
   const admin = kafka.admin();
-  const producer = kafka.producer({ transactionalId: 'kafkaiq-warmup', idempotent: true, maxInFlightRequests: 1 });
+  // A transactional id of this start's own: the abort below completes asynchronously, and after
+  // a restart of every node of a cluster the previous start's abort can wait about 30 s to be
+  // written ("Not available to append PendingCompleteTxn"). An InitProducerId on that same id
+  // would wait with it.
+  const producer = kafka.producer({ transactionalId: `kafkaiq-warmup-${randomUUID()}`, idempotent: true, maxInFlightRequests: 1 });
   try {
     await retry(
       async () => {
