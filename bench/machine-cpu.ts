@@ -19,3 +19,15 @@ export function machineCpuSeconds(): number | null {
   const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = fields;
   return (user + nice + system + irq + softirq + steal) / TICKS_PER_SECOND;
 }
+
+/** User + system core-seconds one process has spent so far (/proc/<pid>/stat), or NaN when it is gone or off Linux. */
+export function processCpuSeconds(pid: number): number {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name, which is in parentheses and may hold spaces: utime, stime are 12th and 13th.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+  } catch {
+    return Number.NaN; // the figure prints as NaN: no process to read
+  }
+}

@@ -18,9 +18,10 @@ export function createKafka(brokers: string[], clientId = 'kafkaiq', extra: Part
     logLevel: logLevel.NOTHING,
     logCreator: quietLogger,
     connectionTimeout: 3_000,
-    // About 25 s of retries: a call made while another attempt's fault restarts the broker (its
-    // JVM start takes 10-11 s on 2 saturated cores) waits the restart out instead of failing the
-    // grade as an infrastructure error. A broker that is really down is caught before a grade by
+    // About 25 s of retries: a call made while another attempt's fault restarts the broker waits
+    // the restart out instead of failing the grade as an infrastructure error. A restart inside
+    // the running JVM takes a few seconds; a new JVM's (after a crash, or a failed restart in
+    // place) 10-11 s on 2 saturated cores. A broker that is really down is caught before a grade by
     // connectCluster's probe, which retries once.
     retry: { retries: 16, initialRetryTime: 100, maxRetryTime: 2_000 },
     sasl: graderSasl(),
