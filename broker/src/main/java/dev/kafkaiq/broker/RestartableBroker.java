@@ -77,18 +77,16 @@ public final class RestartableBroker {
         try (BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
             for (String line; (line = in.readLine()) != null; ) {
                 if (!line.trim().equals("restart")) continue; // the parent sends nothing else
-                synchronized (RestartableBroker.class) {
-                    try {
-                        stopCurrent();
-                        server = null;
-                        server = start(props);
-                        System.out.println(RESTARTED);
-                    } catch (Throwable err) {
-                        // The parent reads this line, kills the JVM and starts a new one.
-                        System.out.println(RESTART_FAILED + ": " + err);
-                    }
-                    System.out.flush();
+                try {
+                    stopCurrent();
+                    server = null;
+                    server = start(props);
+                    System.out.println(RESTARTED);
+                } catch (Throwable err) {
+                    // The parent reads this line, kills the JVM and starts a new one.
+                    System.out.println(RESTART_FAILED + ": " + err);
                 }
+                System.out.flush();
             }
         } catch (Exception ignored) {
             // A broken pipe means the same as EOF: the parent is gone.
