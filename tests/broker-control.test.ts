@@ -6,6 +6,7 @@
  * process would.
  */
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -38,6 +39,11 @@ describe('a restart through the control endpoint', () => {
 
     let restarted = false;
     let restart: Promise<void> = Promise.resolve();
+    // A connection open across the restart: the broker closes it when its server stops.
+    const socket = net.connect(PORT, '127.0.0.1');
+    await new Promise((resolve) => socket.once('connect', resolve));
+    const closedAt = new Promise<number>((resolve) => socket.once('close', () => resolve(Date.now())));
+    let leaseEndedAt = 0;
     await lock.withShared(async () => {
       restart = remote.control!.restart().then(() => void (restarted = true));
       // Inside the lease the broker stays up and answers, however long we take.
@@ -45,10 +51,18 @@ describe('a restart through the control endpoint', () => {
       expect(restarted).toBe(false);
       expect(lock.isDown).toBe(true); // the restart is queued: new shared sections wait for it
       expect(await isKafkaAt(owned.brokers[0]!)).toBe(true);
+      leaseEndedAt = Date.now();
     });
     await restart;
     expect(restarted).toBe(true);
     expect(await isKafkaAt(owned.brokers[0]!)).toBe(true);
-    expect(lock.downtimeMs - downtimeBefore).toBeGreaterThan(1_000);
+    // The downtime counted is the restart's own section: it began once the lease ended, and the
+    // broker went down (closed the connection) inside it.
+    const downtime = lock.downtimeMs - downtimeBefore;
+    expect(lock.lastDowntimeBeganAt).toBeGreaterThanOrEqual(leaseEndedAt);
+    expect(downtime).toBe(lock.lastDowntimeEndedAt - lock.lastDowntimeBeganAt);
+    const wentDown = await closedAt;
+    expect(wentDown).toBeGreaterThanOrEqual(lock.lastDowntimeBeganAt);
+    expect(wentDown).toBeLessThanOrEqual(lock.lastDowntimeEndedAt);
   }, 120_000);
 });
