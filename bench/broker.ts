@@ -58,4 +58,3 @@ for (const [way, restartsPerJvm] of [['inside the running JVM', 40], ['as a new 
   fs.rmSync(dataDir, { recursive: true, force: true });
 }
 console.log(`machine: ${os.cpus().length} cores, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
-
