@@ -5,8 +5,9 @@
  * coordinator moves, transactions commit again, and the node rejoins. The cluster comes from the
  * run's global setup (started once per run, on first use).
  */
+import net from 'node:net';
 import { logLevel, type LogEntry } from 'kafkajs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ClusterPool } from '../lab-server/broker/cluster-pool.ts';
 import type { KafkaCluster } from '../lab-server/broker/cluster.ts';
 import { createKafka } from '../lab-server/kafka/client.ts';
@@ -257,3 +258,22 @@ describe('kafkajs 2.2.4 on a cluster (lesson 10.1.5)', () => {
     if (spanning.retriedSends === 0) expect(spanning.duplicates).toBe(0);
   }, 180_000);
 });
+
+describe('releasing the 3-node cluster', () => {
+  // Last in this file: the lane's later files do not use it, and its three JVMs would idle
+  // beside them until the run ends (a tenth of a core between them).
+  it.skipIf(Boolean(inject('externalBrokers')))('stops its three nodes when the lane is done with it (a cluster of our own)', async () => {
+    const ports = cluster.brokers.map((b) => Number(b.split(':').at(-1)));
+    await pool.release('three-nodes');
+    for (const port of ports) expect(await portAnswers(port)).toBe(false);
+    expect(pool.isReady('three-nodes')).toBe(false);
+  }, 60_000);
+});
+
+function portAnswers(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: '127.0.0.1', port });
+    socket.once('connect', () => (socket.destroy(), resolve(true)));
+    socket.once('error', () => resolve(false));
+  });
+}

@@ -32,6 +32,11 @@ export interface ClusterSource {
   get(kind: ClusterKind): Promise<ClusterHandle>;
   /** False while get(kind) would still have to connect or start the cluster. */
   isReady?(kind: ClusterKind): boolean;
+  /**
+   * The caller is done with `kind`: a cluster the pool started for it stops now (a later get
+   * starts it again). Three idle JVMs of a 3-node cluster cost a tenth of a core between them.
+   */
+  release?(kind: ClusterKind): Promise<void>;
 }
 
 /** The env variable through which a pool served by serveClusterPool reaches child processes. */
@@ -81,6 +86,23 @@ export class ClusterPool implements ClusterSource {
       this.clusters.set(kind, cluster);
     }
     return cluster;
+  }
+
+  /**
+   * Stops the cluster of `kind` if this pool started it (or asks the served pool to); a reused or
+   * external one is only forgotten. Callers release the 3-node cluster once their failover grades
+   * are done, so its three JVMs do not idle beside the grades that follow.
+   */
+  async release(kind: ClusterKind): Promise<void> {
+    const cluster = this.clusters.get(kind);
+    this.clusters.delete(kind);
+    this.ready.delete(kind);
+    if (this.poolUrl) {
+      if (cluster) await releaseServed(this.poolUrl, kind);
+      return;
+    }
+    const settled = await cluster?.catch(() => null);
+    if (settled) await bestEffort(`stop the cluster at ${settled.brokers.join(',')}`, () => settled.close(), this.log);
   }
 
   /** Stops the clusters this pool started; reused and external ones are left alone. */
@@ -156,21 +178,36 @@ export async function askServedPool(url: string, kind: ClusterKind): Promise<str
   return (JSON.parse(body) as { brokers: string[] }).brokers;
 }
 
+/** Tells a served pool that this lane is done with `kind` (see ClusterPool.release). */
+async function releaseServed(url: string, kind: ClusterKind): Promise<void> {
+  const res = await fetch(`${url}/clusters/${kind}/release`, { method: 'POST' });
+  if (!res.ok) throw new KafkaIqError('BROKER_UNREACHABLE', (await res.text()) || `The cluster pool at ${url} failed to release ${kind} (HTTP ${res.status}).`);
+}
+
 /**
  * Serves pools to other processes on 127.0.0.1, one per lane: POST /lanes/<n>/clusters/<kind> ->
- * {"brokers": [...]}, starting a lane's pool and its clusters on their first request. Lanes let
+ * {"brokers": [...]}, starting a lane's pool and its clusters on their first request, and POST
+ * /lanes/<n>/clusters/<kind>/release, stopping that cluster once the lane is done with it. Lanes let
  * test files run side by side, each on brokers of its own (a file restarts its broker on purpose).
  * Returns the URL whose `/lanes/<n>` is what a lane's processes put in KAFKAIQ_CLUSTER_POOL.
  */
 export async function serveClusterPool(poolForLane: (lane: number) => ClusterPool): Promise<{ url: string; close(): Promise<void> }> {
   const server = http.createServer((req, res) => {
-    const match = /^\/lanes\/([1-9][0-9]?)\/clusters\/([a-z-]+)$/.exec(req.url ?? '');
+    const match = /^\/lanes\/([1-9][0-9]?)\/clusters\/([a-z-]+)(\/release)?$/.exec(req.url ?? '');
     const kind = match?.[2] as ClusterKind | undefined;
     if (req.method !== 'POST' || !match || !kind || !CLUSTER_KINDS.includes(kind)) {
       res.writeHead(404).end();
       return;
     }
-    poolForLane(Number(match[1])).get(kind).then(
+    const pool = poolForLane(Number(match[1]));
+    if (match[3]) {
+      pool.release(kind).then(
+        () => res.writeHead(204).end(),
+        (err: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(describeError(err)),
+      );
+      return;
+    }
+    pool.get(kind).then(
       (cluster) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ brokers: cluster.brokers })),
       (err: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(describeError(err)),
     );

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { asClusterSource, type ClusterHandle, type ClusterSource } from '../broker/cluster-pool.ts';
+import { bestEffort } from '../core/best-effort.ts';
 import { describeError, KafkaIqError } from '../../src/shared/errors.ts';
 import { showControlCharacters } from '../../src/shared/sanitise.ts';
 import type { DatabasePool } from '../db/pool.ts';
@@ -180,41 +181,52 @@ export async function runFixtures(
   if (lanes.length === 0) throw new KafkaIqError('INTERNAL', 'runFixtures needs at least one cluster.');
   const log = options.log ?? (() => {});
   const results: FixtureResult[] = [];
-  // Programs that must pass take the full plan: start them first so the slowest finish early, and
-  // within each group the 3-node cluster's (node kills queue behind one another there).
-  const order = (f: Fixture) => (f.expect === 'pass' ? 0 : 2) + (f.threeNodes ? 0 : 1);
+  // The 3-node cluster's fixtures first, so its three JVMs can stop once they are graded; then
+  // the rest. Within each, programs that must pass take the full plan: they start first so the
+  // slowest finish early.
+  const order = (f: Fixture) => (f.threeNodes ? 0 : 2) + (f.expect === 'pass' ? 0 : 1);
   const queue = [...fixtures].sort((a, b) => order(a) - order(b));
+  const gradeFixture = async (fixture: Fixture, lane: ClusterSource | ClusterHandle) => {
+    const started = Date.now();
+    let got: string;
+    let ok: boolean;
+    let aimed = { faults: 0, atPoint: 0 };
+    try {
+      const plan = fixturePlan(fixture, !!options.quick);
+      const terminal = terminalTail();
+      const report = await gradeProgram(lane, fixture.lab, fixture.input, { quick: plan === 'quick', databases: fixture.databases, listener: terminal.listener });
+      ({ ok, got } = judgeFixture(fixture, report));
+      if (fixture.expect === 'fail' && !options.quick) got += ` [${plan} plan]`;
+      const aimedFaults = report.faults.filter((f) => f.aimedAt?.length);
+      aimed = { faults: aimedFaults.length, atPoint: aimedFaults.filter((f) => f.landed === 'at-point').length };
+      if (!ok) {
+        // What CI prints must be enough to tell a grader bug from a flaky fixture: the seed,
+        // and the first evidence of each check that went the wrong way.
+        got += `: ${report.message} (seed ${report.seed}${report.quick ? ', quick plan' : ''})`;
+        const wrongChecks = report.checks.filter((c) => (fixture.expect === 'pass' ? !c.passed : fixture.check === c.name));
+        for (const check of wrongChecks) got += `\n    ${check.passed ? '✓' : '✗'} ${check.name}: ${check.summary}${check.evidence.slice(0, 3).map((e) => `\n      ${e}`).join('')}`;
+        got += wrongVerdictContext(report);
+        got += terminal.lines().map((line) => `\n    ${line}`).join('');
+      }
+    } catch (err) {
+      got = `error: ${describeError(err)}`;
+      ok = false;
+    }
+    const expected = fixture.expect === 'pass' ? 'pass' : `fail${fixture.check ? ` (${fixture.check})` : ''}`;
+    const result = { lab: fixture.lab, program: fixture.program, expected, got, ok, seconds: (Date.now() - started) / 1000, aimed };
+    results.push(result);
+    log(`${ok ? '✓' : '✗'} ${fixture.lab.padEnd(20)} ${fixture.program.padEnd(34)} expected ${expected.padEnd(30)} got ${got}  (${result.seconds.toFixed(1)} s)`);
+  };
+  // Once the last of them is graded, a pool that started the 3-node cluster for them stops it.
+  let threeNodesUngraded = queue.filter((f) => f.threeNodes).length;
   const worker = async (lane: ClusterSource | ClusterHandle) => {
     for (let fixture = queue.shift(); fixture; fixture = queue.shift()) {
-      const started = Date.now();
-      let got: string;
-      let ok: boolean;
-      let aimed = { faults: 0, atPoint: 0 };
-      try {
-        const plan = fixturePlan(fixture, !!options.quick);
-        const terminal = terminalTail();
-        const report = await gradeProgram(lane, fixture.lab, fixture.input, { quick: plan === 'quick', databases: fixture.databases, listener: terminal.listener });
-        ({ ok, got } = judgeFixture(fixture, report));
-        if (fixture.expect === 'fail' && !options.quick) got += ` [${plan} plan]`;
-        const aimedFaults = report.faults.filter((f) => f.aimedAt?.length);
-        aimed = { faults: aimedFaults.length, atPoint: aimedFaults.filter((f) => f.landed === 'at-point').length };
-        if (!ok) {
-          // What CI prints must be enough to tell a grader bug from a flaky fixture: the seed,
-          // and the first evidence of each check that went the wrong way.
-          got += `: ${report.message} (seed ${report.seed}${report.quick ? ', quick plan' : ''})`;
-          const wrongChecks = report.checks.filter((c) => (fixture.expect === 'pass' ? !c.passed : fixture.check === c.name));
-          for (const check of wrongChecks) got += `\n    ${check.passed ? '✓' : '✗'} ${check.name}: ${check.summary}${check.evidence.slice(0, 3).map((e) => `\n      ${e}`).join('')}`;
-          got += wrongVerdictContext(report);
-          got += terminal.lines().map((line) => `\n    ${line}`).join('');
+      await gradeFixture(fixture, lane);
+      if (fixture.threeNodes && --threeNodesUngraded === 0) {
+        for (const source of new Set(lanes.map(asClusterSource))) {
+          if (source.release) await bestEffort('stop the 3-node cluster after its fixtures', () => source.release!('three-nodes'), log);
         }
-      } catch (err) {
-        got = `error: ${describeError(err)}`;
-        ok = false;
       }
-      const expected = fixture.expect === 'pass' ? 'pass' : `fail${fixture.check ? ` (${fixture.check})` : ''}`;
-      const result = { lab: fixture.lab, program: fixture.program, expected, got, ok, seconds: (Date.now() - started) / 1000, aimed };
-      results.push(result);
-      log(`${ok ? '✓' : '✗'} ${fixture.lab.padEnd(20)} ${fixture.program.padEnd(34)} expected ${expected.padEnd(30)} got ${got}  (${result.seconds.toFixed(1)} s)`);
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, options.parallel ?? 3) }, (_, i) => worker(lanes[i % lanes.length]!)));

@@ -115,7 +115,7 @@ export async function labMatrix(shard: number, shards: number): Promise<void> {
     // A second teaching broker of its own: the graders take turns over both, so a broker restart
     // (a fault of the full plans) holds up only the grades on the broker it restarts.
     second = await connectCluster({ basePort: defaultBrokerPort() + 20, external: '', log: (line) => console.log(`[broker 2] ${line}`) });
-    const secondLane: ClusterSource = { get: (kind) => (kind === 'single' ? Promise.resolve(second!) : clusters.get(kind)) };
+    const secondLane: ClusterSource = { get: (kind) => (kind === 'single' ? Promise.resolve(second!) : clusters.get(kind)), release: (kind) => (kind === 'single' ? Promise.resolve() : clusters.release(kind)) };
     try {
       results = await runFixtures(fixtures, [clusters, secondLane], { parallel: CHECK_PARALLEL, log });
     } finally {
