@@ -106,6 +106,9 @@ function errorTypes(err: unknown): string {
   return parts.join(' ');
 }
 
+/** How many producers the seeding transactions take turns over (see InputWriter). */
+const SEEDING_PRODUCERS = 3;
+
 interface HeldTransaction {
   /** Ends it now instead of when its time is up (the attempt is shutting down). */
   endNow(): void;
@@ -113,14 +116,21 @@ interface HeldTransaction {
 }
 
 /**
- * Writes seeding transactions with the grader's own transactional producer and records the
+ * Writes seeding transactions with the grader's own transactional producers and records the
  * offset of every record, which the verifier and the progress meter need. On the 3-node cluster
  * the transaction coordinator moves (a coordinator-kill fault, possibly another attempt's), so a
  * transaction that fails before its outcome could be decided is written again with a fresh
  * producer, whose fencing aborts the failed one first.
  */
 export class InputWriter {
-  private producer;
+  /**
+   * Transactions take turns over these producers (ids `<id>`, `<id>-2`, ...). A transaction begun
+   * on the producer whose last one ended a moment ago finds that one's markers still being written:
+   * the broker answers CONCURRENT_TRANSACTIONS and kafkajs asks again 100 ms later, so one
+   * producer wrote a wave of two transactions in about 200 ms; in turns, in about 10.
+   */
+  private readonly producers;
+  private turn = 0;
   readonly written: SeededRecord[] = [];
   private readonly held: HeldTransaction[] = [];
   private oneLeader = false;
@@ -135,7 +145,11 @@ export class InputWriter {
     private readonly realTopic: (logical: string) => string,
     private readonly lease: <T>(fn: () => Promise<T>) => Promise<T> = (fn) => fn(),
   ) {
-    this.producer = this.newProducer();
+    this.producers = Array.from({ length: SEEDING_PRODUCERS }, (_, i) => this.newProducer(this.turnId(i)));
+  }
+
+  private turnId(turn: number): string {
+    return turn === 0 ? this.transactionalId : `${this.transactionalId}-${turn + 1}`;
   }
 
   private newProducer(transactionalId = this.transactionalId) {
@@ -148,7 +162,7 @@ export class InputWriter {
    */
   async connect(options: { oneLeader?: boolean } = {}): Promise<void> {
     this.oneLeader = options.oneLeader ?? false;
-    await this.producer.connect();
+    await Promise.all(this.producers.map((producer) => producer.connect()));
   }
 
   async write(transactions: SeedTransaction[]): Promise<void> {
@@ -223,19 +237,22 @@ export class InputWriter {
   }
 
   private async writeOne(txn: SeedTransaction): Promise<void> {
+    const turn = this.turn;
+    this.turn = (turn + 1) % this.producers.length;
     let results: RecordMetadata[];
     let ending = false;
     try {
-      const transaction = await this.producer.transaction();
+      const transaction = await this.producers[turn]!.transaction();
       results = await this.sendAll(transaction, txn);
       ending = true;
       if (txn.commit) await transaction.commit();
       else await transaction.abort();
     } catch (err) {
       // kafkajs cannot go on with a producer whose transaction call failed: start a fresh one.
-      await bestEffort('disconnect a failed seeding producer', () => this.producer.disconnect());
-      this.producer = this.newProducer();
-      await this.producer.connect();
+      await bestEffort('disconnect a failed seeding producer', () => this.producers[turn]!.disconnect());
+      const fresh = this.newProducer(this.turnId(turn));
+      this.producers[turn] = fresh;
+      await fresh.connect();
       const safe = !ending || !txn.commit || REJECTED_UNSENT.test(errorTypes(err));
       const failed = new KafkaIqError('BROKER_UNREACHABLE', `The grader could not write a seeding transaction (${describeError(err)}).`, { cause: err });
       throw Object.assign(failed, { retriable: safe });
@@ -248,6 +265,6 @@ export class InputWriter {
     await Promise.all(this.held.map((h) => h.ended.catch(() => {
       // Shutting down: settled() is where a held transaction's failure counts.
     })));
-    await bestEffort('disconnect the seeding producer', () => this.producer.disconnect());
+    for (const producer of this.producers) await bestEffort('disconnect a seeding producer', () => producer.disconnect());
   }
 }
