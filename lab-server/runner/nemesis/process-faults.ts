@@ -92,7 +92,15 @@ export const zombieFault: FaultHandler = async (ctx, fault, wave) => {
   // has already aborted: that failure is the timeout's doing, not fencing. Asked now, while the
   // transaction is still open; answered while the replacement starts.
   const expiry = event?.txnOpen && ctx.program.driver.kind === 'instrumented' ? ctx.cluster.earliestTransactionExpiry() : Promise.resolve(null);
-  ctx.record.fault(fault, instance.id, event, event ? null : await ctx.program.driver.openTransactionNow(ctx, slot), 'paused; a replacement with the same identity starts');
+  // A frozen member sends no heartbeat, and the replacement's join would wait out its session
+  // timeout before the group hands the replacement any partition. The grader sends the LeaveGroup
+  // now, as that timeout would: the zombie wakes to the same state either way (out of the group,
+  // its producer fenced by the replacement's), only sooner. Not during a broker restart, which
+  // re-forms the group anyway.
+  const leaves = ctx.program.hasMemberships(instance) && !ctx.cluster.maintenance.isDown;
+  const note = `paused; a replacement with the same identity starts${leaves ? '; the grader sends the LeaveGroup the frozen one cannot: no wait for its session timeout' : ''}`;
+  ctx.record.fault(fault, instance.id, event, event ? null : await ctx.program.driver.openTransactionNow(ctx, slot), note);
+  if (leaves) await ctx.program.removeFromGroups(instance);
   const replacement = ctx.program.startSlot(slot.slot).current;
   // New input, so the replacement has work of its own while the zombie is frozen mid-transaction.
   await ctx.input.writeWave(ctx.input.nextWave());
