@@ -74,6 +74,20 @@ describe('process faults', () => {
     expect(a.waves).toEqual([2, 2]);
     expect(a.zombies.size).toBe(0);
     expect(a.recorded[0]).toMatchObject({ kind: 'zombie', note: expect.stringContaining('replacement') });
+    // No group member seen for it: no LeaveGroup to send, and the report does not claim one.
+    expect(a.left).toEqual([]);
+    expect(a.recorded[0]!.note).not.toContain('LeaveGroup');
+  });
+
+  it('zombie: the grader sends the LeaveGroup the frozen member cannot, so its replacement joins without waiting out its session', async () => {
+    const a = fakeAttempt();
+    a.members.add(a.first);
+    a.first.exitOnResume = true;
+    a.first.eventsOnResume = [{ t: 'failed', op: 'sendOffsets', txnOpen: true, error: 'There is a newer producer with the same transactionalId which fences the current one' }];
+    expect(await injectFault(a.ctx, fault('zombie'), wave(2))).toBeUndefined();
+    expect(a.left).toEqual(['i1']);
+    expect(a.first.done).toEqual(['pause', 'resume']);
+    expect(a.recorded[0]).toMatchObject({ kind: 'zombie', note: expect.stringContaining('the grader sends the LeaveGroup the frozen one cannot') });
   });
 
   it('zombie: one that exits on waking before the broker judged a call of it is owed again', async () => {

@@ -1,9 +1,11 @@
 /**
- * The seeded input of a grade (lab-server/runner/seeder.ts): its transactions and their waves.
+ * The seeded input of a grade (lab-server/runner/seeder.ts): its transactions and their waves, and
+ * how the grader's producers write them.
  */
+import type { Kafka } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
 import { loadLab } from '../../lab-server/labs/load-lab.ts';
-import { planSeedTransactions, splitIntoWaves } from '../../lab-server/runner/seeder.ts';
+import { InputWriter, planSeedTransactions, splitIntoWaves, type SeedTransaction } from '../../lab-server/runner/seeder.ts';
 import { asPipeline } from '../support/labs.ts';
 
 describe('seeding', () => {
@@ -22,5 +24,57 @@ describe('seeding', () => {
     const waves = splitIntoWaves(txns, 5);
     expect(waves).toHaveLength(5);
     expect(waves.flat()).toEqual(txns);
+  });
+});
+
+/**
+ * A kafkajs stand-in that records which transactional id wrote each transaction. `failOnce` makes
+ * the first commit of that id fail as a coordinator that moved would (the transaction is still open).
+ */
+function fakeKafka(failOnce?: string) {
+  const log: string[] = [];
+  let failed = false;
+  let nextOffset = 0;
+  const kafka = {
+    producer: ({ transactionalId }: { transactionalId: string }) => ({
+      connect: async () => void log.push(`init ${transactionalId}`),
+      disconnect: async () => void log.push(`close ${transactionalId}`),
+      transaction: async () => ({
+        sendBatch: async ({ topicMessages }: { topicMessages: { topic: string; messages: { partition: number }[] }[] }) =>
+          topicMessages.flatMap(({ topic, messages }) => messages.map((m) => ({ topicName: topic, partition: m.partition, baseOffset: String(nextOffset++), errorCode: 0 }))),
+        commit: async () => {
+          if (transactionalId === failOnce && !failed) {
+            failed = true;
+            throw Object.assign(new Error('This is not the correct coordinator for this transactional id'), { type: 'NOT_COORDINATOR' });
+          }
+          log.push(`commit ${transactionalId}`);
+        },
+        abort: async () => void log.push(`abort ${transactionalId}`),
+      }),
+    }),
+  };
+  return { kafka: kafka as unknown as Kafka, log };
+}
+
+describe('the seeding producers', () => {
+  const txn = (commit: boolean): SeedTransaction => ({ commit, records: [{ topic: 'in', partition: 0, key: 'k', value: 'v', index: 0 }] });
+
+  it('take turns, so no transaction begins on the producer whose last one has just ended', async () => {
+    const { kafka, log } = fakeKafka();
+    const writer = new InputWriter(kafka, 'g-seeder', (t) => `ns-${t}`);
+    await writer.connect({ oneLeader: true });
+    await writer.write([txn(true), txn(false), txn(true), txn(true)]);
+    expect(log.filter((l) => !l.startsWith('init'))).toEqual(['commit g-seeder', 'abort g-seeder-2', 'commit g-seeder-3', 'commit g-seeder']);
+    expect(writer.written.map((r) => r.offset)).toEqual([0, 1, 2, 3]);
+  });
+
+  it('replace a producer whose transaction failed with a fresh one of the same id, which fences it, before the write is retried', async () => {
+    const { kafka, log } = fakeKafka('g-seeder');
+    const writer = new InputWriter(kafka, 'g-seeder', (t) => `ns-${t}`);
+    await writer.connect({ oneLeader: true });
+    log.length = 0;
+    await writer.write([txn(true)]);
+    expect(log).toEqual(['close g-seeder', 'init g-seeder', 'commit g-seeder-2']);
+    expect(writer.written).toHaveLength(1);
   });
 });
