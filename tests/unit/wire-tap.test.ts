@@ -246,6 +246,43 @@ describe('a fenced zombie', () => {
     t.response(responseFrame(3, Writer.create().appendInt32(0).appendInt16(47), false));
     expect(t.events.find((e) => e.t === 'failed')).toMatchObject({ op: 'sendOffsets', error: 'INVALID_PRODUCER_EPOCH' });
   });
+
+  it('holds no transaction once the broker says it was fenced: the newer epoch aborted it', async () => {
+    const t = tapped();
+    await openTransaction(t, 2);
+    t.response(produceAnswer(2));
+    expect(t.tap.transactionWithRecordsOpen).toBe(true);
+    t.request(await kafkajsFrame(3, kafkajsRequest('addOffsetsToTxn', 0)({ transactionalId: TX, producerId, producerEpoch: 0, groupId: 'g' })));
+    t.response(responseFrame(3, Writer.create().appendInt32(0).appendInt16(47), false));
+    expect(t.tap.transactionWithRecordsOpen).toBe(false);
+    expect(t.tap.openTransactionCarryingRecords()).toBeNull();
+  });
+
+  it('still holds it after a refusal that fences nothing (the coordinator busy with the last markers)', async () => {
+    const t = tapped();
+    await openTransaction(t, 2);
+    t.response(produceAnswer(2));
+    t.request(await kafkajsFrame(3, kafkajsRequest('addOffsetsToTxn', 0)({ transactionalId: TX, producerId, producerEpoch: 0, groupId: 'g' })));
+    t.response(responseFrame(3, Writer.create().appendInt32(0).appendInt16(51), false));
+    expect(t.tap.transactionWithRecordsOpen).toBe(true);
+  });
+
+  it('holds no transaction once its EndTxn or a send is refused as fenced (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH)', async () => {
+    const ended = tapped();
+    await openTransaction(ended, 2);
+    ended.response(produceAnswer(2));
+    ended.request(await endTxn(3, true));
+    ended.response(responseFrame(3, Writer.create().appendInt32(0).appendInt16(90), false));
+    expect(ended.tap.transactionWithRecordsOpen).toBe(false);
+    // The first send went through; the second is refused as fenced: the first one's records are aborted too.
+    const sent = tapped();
+    await openTransaction(sent, 2);
+    sent.response(produceAnswer(2));
+    sent.request(await produce(3, 1));
+    sent.response(produceAnswer(3, 47));
+    expect(sent.tap.transactionWithRecordsOpen).toBe(false);
+    expect(sent.tap.openTransactionCarryingRecords()).toBeNull();
+  });
 });
 
 describe('topics named by id', () => {

@@ -47,6 +47,18 @@ const MAX_TOPIC_IDS = 1024;
 /** Whether an open transaction has records written in it. */
 const hasRecords = (open: OpenTransaction) => [...open.records.values()].some((n) => n > 0);
 
+/**
+ * INVALID_PRODUCER_EPOCH (47) and PRODUCER_FENCED (90): the coordinator holds a newer epoch for
+ * the producer's transactional id (another instance initialised it, or the coordinator bumped it at
+ * the transaction's timeout), and moving to that epoch aborted the transaction this one held.
+ */
+const FENCED = new Set([47, 90]);
+
+/** The broker's answer for one batch of a Produce request. */
+function answerTo<A extends TopicPartition>(batch: ProducedBatch, answers: A[]): A | undefined {
+  return answers.find((a) => a.partition === batch.partition && (a.topicId ? a.topicId === batch.topicId : a.topic === batch.topic));
+}
+
 export class WireTransactions {
   private readonly producers = new Map<bigint, Producer>();
   private readonly topicNames = new Map<string, string>();
@@ -114,7 +126,7 @@ export class WireTransactions {
 
   /** A refused Produce wrote nothing: its records leave the open transaction that counted them. */
   private unsent(batches: ProducedBatch[], answers: Array<TopicPartition & { errorCode: number }>): void {
-    const refused = (b: ProducedBatch) => answers.some((a) => a.errorCode !== 0 && a.partition === b.partition && (a.topicId ? a.topicId === b.topicId : a.topic === b.topic));
+    const refused = (b: ProducedBatch) => (answerTo(b, answers)?.errorCode ?? 0) !== 0;
     for (const batch of batches.filter((b) => b.transactional && refused(b))) {
       const open = this.producers.get(batch.producerId)?.open;
       if (!open) continue;
@@ -123,6 +135,12 @@ export class WireTransactions {
       if (left > 0) open.records.set(topic, left);
       else open.records.delete(topic);
     }
+  }
+
+  /** A fenced producer's transaction is over: the broker aborted it when the newer epoch began. */
+  private fencedIf(producerId: bigint, errorCode: number | undefined): void {
+    const producer = this.producers.get(producerId);
+    if (producer && errorCode !== undefined && FENCED.has(errorCode)) producer.open = null;
   }
 
   private opened(producer: Producer): OpenTransaction {
@@ -188,6 +206,7 @@ export class WireTransactions {
       if (!batches.length) return null;
       const error = firstError(body.partitions.map((p) => p.errorCode));
       if (error) this.unsent(batches, body.partitions);
+      for (const batch of batches.filter((b) => b.transactional)) this.fencedIf(batch.producerId, answerTo(batch, body.partitions)?.errorCode);
       const written = [...new Set(batches.map((b) => this.topicOf(b)))];
       const transactionalId = request.transactionalId ? { transactionalId: request.transactionalId } : {};
       return { point: 'after:send', producerId: batches[0]!.producerId, records: batches.reduce((n, b) => n + b.records, 0), written, ...transactionalId, ...(error ? { error: errorName(error) } : {}) };
@@ -196,14 +215,17 @@ export class WireTransactions {
     // its Produce or TxnOffsetCommit goes out (a fenced zombie's first call after waking, say).
     if (body.api === 'AddPartitionsToTxn' && request.api === 'AddPartitionsToTxn') {
       const error = firstError(body.errorCodes);
+      this.fencedIf(request.producerId, error);
       return error ? { point: 'after:send', producerId: request.producerId, written: [], transactionalId: request.transactionalId, error: errorName(error) } : null;
     }
     if (body.api === 'AddOffsetsToTxn' && request.api === 'AddOffsetsToTxn') {
+      this.fencedIf(request.producerId, body.errorCode);
       return body.errorCode ? { point: 'after:sendOffsets', producerId: request.producerId, written: [], transactionalId: request.transactionalId, error: errorName(body.errorCode) } : null;
     }
     if (body.api === 'TxnOffsetCommit' && request.api === 'TxnOffsetCommit') {
       const error = firstError(body.errorCodes);
       const written = [...(this.transactionOf(request.producerId)?.records.keys() ?? [])];
+      this.fencedIf(request.producerId, error);
       return { point: 'after:sendOffsets', producerId: request.producerId, written, transactionalId: request.transactionalId, ...(error ? { error: errorName(error) } : {}) };
     }
     if (body.api === 'OffsetCommit' && request.api === 'OffsetCommit') {
@@ -215,9 +237,11 @@ export class WireTransactions {
       const written = [...(producer?.open?.records.keys() ?? [])];
       const records = [...(producer?.open?.records.values() ?? [])].reduce((a, b) => a + b, 0);
       if (producer?.open) {
-        // Ended either way once the coordinator accepted it; a refused EndTxn leaves it as it was.
+        // Ended either way once the coordinator accepted it; a refused EndTxn leaves it as it was,
+        // unless the refusal says the producer was fenced (the broker aborted it then).
         if (body.errorCode === 0) producer.open = null;
         else producer.open.ending = null;
+        this.fencedIf(request.producerId, body.errorCode);
       }
       const point: CrashPoint = request.committed ? 'after:commit' : 'after:abort';
       return { point, producerId: request.producerId, written, records, transactionalId: request.transactionalId, ...(body.errorCode ? { error: errorName(body.errorCode) } : {}) };
