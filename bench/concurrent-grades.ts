@@ -1,7 +1,8 @@
 /**
  * npm run bench:concurrent [-- --learners 12 --quick] — N learners grade the single-stage
  * solution at the same time through the workbench's WebSocket, against the real server (`npm
- * start`'s entry point, no site build) and broker, each in its own sandbox. Prints every verdict
+ * start`'s entry point, no site build) and broker, each in its own sandbox and from an address of
+ * its own (the server's admission limits apply: 2 grades at once per core). Prints every verdict
  * and the median and worst time from "grade" sent to report received. Asserts nothing.
  */
 import { parseArgs } from 'node:util';
@@ -14,13 +15,15 @@ const { values } = parseArgs({ options: { learners: { type: 'string', default: '
 const learners = Number(values.learners);
 
 const cluster = await connectCluster();
-const server = await startCourseServer(cluster.brokers, 'start', { args: ['--no-build'] });
+// Each learner from an address of its own (X-Forwarded-For through a trusted proxy, as behind
+// nginx): the server allows one address 2 grades at once, as it would one learner.
+const server = await startCourseServer(cluster.brokers, 'start', { args: ['--no-build'], env: { KAFKAIQ_TRUST_PROXY: '1', KAFKAIQ_MULTI_USER: '1' } });
 try {
   const sandbox = server.log.find((l) => l.startsWith('Sandbox:') || l.includes('UNSANDBOXED'));
   console.log(sandbox ?? 'sandbox: (not reported)');
   const results = await Promise.all(
-    Array.from({ length: learners }, async () => {
-      const learner = await Learner.connect(server.url);
+    Array.from({ length: learners }, async (_, n) => {
+      const learner = await Learner.connect(server.url, { 'X-Forwarded-For': `10.0.${(n >> 8) & 255}.${n & 255}` });
       const started = Date.now();
       try {
         const report = await learner.grade(SOLUTION, values.quick, 600_000);
