@@ -154,6 +154,12 @@ export interface CheckOptions {
   quick?: boolean;
   parallel?: number;
   log?: (line: string) => void;
+  /**
+   * Once the 3-node fixtures are graded, ask the cluster sources to stop that cluster: a test
+   * run's pool keeps clusters until the run ends, and three idle JVMs cost a tenth of a core.
+   * Not for `check --watch`, whose next save would have to start it again.
+   */
+  releaseThreeNodes?: boolean;
 }
 
 /**
@@ -181,8 +187,8 @@ export async function runFixtures(
   if (lanes.length === 0) throw new KafkaIqError('INTERNAL', 'runFixtures needs at least one cluster.');
   const log = options.log ?? (() => {});
   const results: FixtureResult[] = [];
-  // The 3-node cluster's fixtures first, so its three JVMs can stop once they are graded; then
-  // the rest. Within each, programs that must pass take the full plan: they start first so the
+  // The 3-node cluster's fixtures first, so its three JVMs can stop once they are graded
+  // (releaseThreeNodes); then the rest. Within each, programs that must pass take the full plan: they start first so the
   // slowest finish early.
   const order = (f: Fixture) => (f.threeNodes ? 0 : 2) + (f.expect === 'pass' ? 0 : 1);
   const queue = [...fixtures].sort((a, b) => order(a) - order(b));
@@ -217,12 +223,12 @@ export async function runFixtures(
     results.push(result);
     log(`${ok ? '✓' : '✗'} ${fixture.lab.padEnd(20)} ${fixture.program.padEnd(34)} expected ${expected.padEnd(30)} got ${got}  (${result.seconds.toFixed(1)} s)`);
   };
-  // Once the last of them is graded, a pool that started the 3-node cluster for them stops it.
+  // Once the last of them is graded, a pool that started the 3-node cluster for them may stop it.
   let threeNodesUngraded = queue.filter((f) => f.threeNodes).length;
   const worker = async (lane: ClusterSource | ClusterHandle) => {
     for (let fixture = queue.shift(); fixture; fixture = queue.shift()) {
       await gradeFixture(fixture, lane);
-      if (fixture.threeNodes && --threeNodesUngraded === 0) {
+      if (fixture.threeNodes && --threeNodesUngraded === 0 && options.releaseThreeNodes) {
         for (const source of new Set(lanes.map(asClusterSource))) {
           if (source.release) await bestEffort('stop the 3-node cluster after its fixtures', () => source.release!('three-nodes'), log);
         }

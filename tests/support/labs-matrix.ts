@@ -117,7 +117,7 @@ export async function labMatrix(shard: number, shards: number): Promise<void> {
     second = await connectCluster({ basePort: defaultBrokerPort() + 20, external: '', log: (line) => console.log(`[broker 2] ${line}`) });
     const secondLane: ClusterSource = { get: (kind) => (kind === 'single' ? Promise.resolve(second!) : clusters.get(kind)), release: (kind) => (kind === 'single' ? Promise.resolve() : clusters.release(kind)) };
     try {
-      results = await runFixtures(fixtures, [clusters, secondLane], { parallel: CHECK_PARALLEL, log });
+      results = await runFixtures(fixtures, [clusters, secondLane], { parallel: CHECK_PARALLEL, log, releaseThreeNodes: true });
     } finally {
       clearInterval(timer);
       await watcher?.end().catch(() => {});
