@@ -5,10 +5,10 @@
  * coordinator moves, transactions commit again, and the node rejoins. The cluster comes from the
  * run's global setup (started once per run, on first use).
  */
-import net from 'node:net';
 import { logLevel, type LogEntry } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ClusterPool } from '../lab-server/broker/cluster-pool.ts';
+import { portAnswers } from '../lab-server/broker/probes.ts';
 import type { KafkaCluster } from '../lab-server/broker/cluster.ts';
 import { createKafka } from '../lab-server/kafka/client.ts';
 import {
@@ -269,11 +269,3 @@ describe('releasing the 3-node cluster', () => {
     expect(pool.isReady('three-nodes')).toBe(false);
   }, 60_000);
 });
-
-function portAnswers(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ host: '127.0.0.1', port });
-    socket.once('connect', () => (socket.destroy(), resolve(true)));
-    socket.once('error', () => resolve(false));
-  });
-}
