@@ -7,6 +7,7 @@ import { ClusterPool, serveClusterPool } from '../../lab-server/broker/cluster-p
 import { classArchiveFile } from '../../lab-server/broker/jvm-flags.ts';
 import { defaultBrokerPort } from '../../lab-server/broker/ports.ts';
 import { buildSiteIfStale } from '../../lab-server/cli/site-build.ts';
+import { listLabIds } from '../../lab-server/labs/load-lab.ts';
 import { LANE_PORT_STRIDE, testLanes } from './lane-ports.ts';
 
 declare module 'vitest' {
@@ -17,6 +18,11 @@ declare module 'vitest' {
     firstBrokerPort: number;
     /** KAFKA_BROKERS as the run was given it: every lane then shares that cluster. */
     externalBrokers: string;
+    /**
+     * The labs the lab matrix grades, listed once before any file runs: a file that adds a lab to
+     * labs/ while the run goes on (the scaffold test) must not change how the shards deal them.
+     */
+    matrixLabs: string[];
   }
 }
 
@@ -51,6 +57,8 @@ async function writeClassArchive(port: number, log: (line: string) => void): Pro
  */
 export default async function setup(project: TestProject) {
   const log = (line: string) => console.log(`[broker] ${line}`);
+  // Before any test file: KAFKAIQ_LABS narrows the matrix (an instructor working on one lab).
+  const matrixLabs = process.env.KAFKAIQ_LABS ? process.env.KAFKAIQ_LABS.split(',').map((id) => id.trim()).filter(Boolean) : listLabIds();
   const externalBrokers = process.env.KAFKA_BROKERS?.trim() ?? '';
   const firstBrokerPort = defaultBrokerPort();
   const pools = new Map<number, ClusterPool>();
@@ -75,6 +83,7 @@ export default async function setup(project: TestProject) {
   project.provide('clusterPool', served.url);
   project.provide('firstBrokerPort', firstBrokerPort);
   project.provide('externalBrokers', externalBrokers);
+  project.provide('matrixLabs', matrixLabs);
   return async () => {
     await served.close();
     await Promise.all([...pools.values()].map((pool) => pool.close()));

@@ -20,16 +20,15 @@
  */
 import pg from 'pg';
 import { sandboxPolicy } from '../../lab-server/runner/program/sandbox/policy.ts';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { defaultBrokerPort } from '../../lab-server/broker/ports.ts';
 import { connectCluster, type KafkaCluster } from '../../lab-server/broker/cluster.ts';
 import { ClusterPool, type ClusterSource } from '../../lab-server/broker/cluster-pool.ts';
 import { DatabasePool } from '../../lab-server/db/pool.ts';
-import { listLabIds, loadLab } from '../../lab-server/labs/load-lab.ts';
+import { loadLab } from '../../lab-server/labs/load-lab.ts';
 import { labFixtures, runFixtures, type FixtureResult } from '../../lab-server/runner/check-labs.ts';
 import { postgresBin, POSTGRES_MISSING, ThrowawayPostgres } from './postgres.ts';
 
-// KAFKAIQ_LABS=db-sink,outbox narrows the run to some labs (an instructor working on one).
 // KAFKAIQ_CHECK_PARALLEL: grades at once. A grade mostly waits (session timeouts, a stall's bound,
 // a broker's restart), so 2 cores carry several (bench: npm run bench:grader; README).
 const CHECK_PARALLEL = Number(process.env.KAFKAIQ_CHECK_PARALLEL) || 4;
@@ -52,7 +51,10 @@ export function dealLabs(weights: ReadonlyMap<string, number>, shards: number): 
 
 /** Registers the matrix of one shard's labs as this test file's hooks and tests. */
 export async function labMatrix(shard: number, shards: number): Promise<void> {
-  const all = process.env.KAFKAIQ_LABS ? process.env.KAFKAIQ_LABS.split(',').map((id) => id.trim()).filter(Boolean) : listLabIds();
+  // Every shard deals the same list, fixed by the global setup before any file ran: listed here,
+  // a lab another file scaffolds meanwhile would change one shard's deal and not the other's, and a
+  // lab could land in both shards or in neither.
+  const all = inject('matrixLabs');
   /** Every lab with a `database` block. */
   const allDatabaseLabs = (await Promise.all(all.map((id) => loadLab(id)))).filter((lab) => lab.definition.kind === 'pipeline' && lab.definition.database).map((lab) => lab.id);
   const allFixtures = await labFixtures(all);
