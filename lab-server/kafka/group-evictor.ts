@@ -6,6 +6,7 @@
  * closed with the attempt) instead of a client per pair.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { MaintenanceLock } from '../broker/maintenance.ts';
 import { bestEffort } from '../core/best-effort.ts';
 import { createInternalCluster } from './internal-cluster.ts';
 
@@ -22,6 +23,8 @@ export class GroupEvictor {
   constructor(
     private readonly brokers: string[],
     private readonly owns: (groupId: string) => boolean,
+    /** The cluster's restarts: a LeaveGroup waits for one under way to end. */
+    private readonly maintenance: Pick<MaintenanceLock, 'isDown' | 'withShared'>,
   ) {}
 
   /** The pairs this evictor will act on: owned groups only, deduplicated, at most MAX_PAIRS. */
@@ -40,12 +43,17 @@ export class GroupEvictor {
 
   /**
    * Takes the members out of their groups, waiting at most `timeoutMs` (then the session timeout
-   * does it). A member the group already dropped is just gone: nothing to report.
+   * does it). A member the group already dropped is just gone: nothing to report. While a broker
+   * restart is under way the LeaveGroups are sent once it ends, and the caller is not held up: a
+   * restarted coordinator reloads its groups' members, the dead ones too, and gives each a full
+   * session timeout again (45 s for a JVM client's default).
    */
   leave(pairs: Iterable<readonly [groupId: string, memberId: string]>, timeoutMs = 3_000): Promise<void> {
     const chosen = this.select(pairs);
     if (!chosen.length || this.closed) return Promise.resolve();
-    const run = this.tail.then(async () => {
+    const down = this.maintenance.isDown;
+    const run = this.tail.then(() => this.maintenance.withShared(async () => {
+      if (this.closed) return;
       const cluster = await this.client();
       for (const [groupId, memberId] of chosen) {
         // Already gone (UNKNOWN_MEMBER_ID) is the usual answer after a clean exit: nothing to log.
@@ -58,9 +66,10 @@ export class GroupEvictor {
           () => {},
         );
       }
-    });
+    }));
     // Each LeaveGroup above is best effort and logs its own failure; the tail only keeps them in order.
     this.tail = run.catch(() => undefined);
+    if (down) return Promise.resolve();
     return Promise.race([run.catch(() => undefined /* logged per LeaveGroup, as above */), sleep(timeoutMs, undefined, { ref: false })]);
   }
 

@@ -41,6 +41,13 @@ import type { Attempt, AttemptOptions, AttemptPhase } from './types.ts';
 import type { AttemptDatabase } from './database-attempt.ts';
 import type { Outcome, Scenario } from './scenario.ts';
 
+/**
+ * Every JVM a command starts is a short-lived client, restarted at each kill: C1 alone and the
+ * serial collector start it and run it on far less CPU than C2 and G1's threads (Kafka's copier,
+ * quick plan, seeds 1-3: 9-12 core-seconds a grade for the whole machine instead of 13-17).
+ */
+const COMMAND_JVM_FLAGS = '-XX:TieredStopAtLevel=1 -XX:+UseSerialGC';
+
 export class AttemptLifecycle implements Attempt {
   readonly namespace: string;
   readonly groupId: string;
@@ -82,7 +89,7 @@ export class AttemptLifecycle implements Attempt {
   readonly names: LearnerNames;
   /** Prefix of the grader's own groups and transactional ids: outside every learner grant. */
   readonly graderId = graderPrefix();
-  /** Sends the LeaveGroups a killed instance could not, for the attempt's own groups only, over one client. */
+  /** Sends the LeaveGroups a dead instance could not, for the attempt's own groups only, over one client. */
   readonly evictor: GroupEvictor;
   private progressTimer: NodeJS.Timeout | null = null;
   private stopRequested: () => void = () => {};
@@ -101,7 +108,7 @@ export class AttemptLifecycle implements Attempt {
     this.sink = new OutputSink((instance, stream, line) => options.listener.output(instance, stream, line), this.workDir);
     this.history = new History(() => this.elapsed());
     this.names = this.learnerNames();
-    this.evictor = new GroupEvictor(options.brokers, (groupId) => this.ownsGroup(groupId));
+    this.evictor = new GroupEvictor(options.brokers, (groupId) => this.ownsGroup(groupId), this.maintenance);
     this.scenario = scenario(this);
   }
 
@@ -166,7 +173,7 @@ export class AttemptLifecycle implements Attempt {
     if (this.options.program.kind === 'code') return this.identity.env;
     const config = path.join(this.workDir, 'kafka-client.properties');
     if (!fs.existsSync(config)) writeClientProperties(config, this.identity.user, this.identity.env.KAFKA_SASL_PASSWORD);
-    return { ...this.identity.env, KAFKA_CLIENT_CONFIG: config, JAVA_TOOL_OPTIONS: `-javaagent:${path.join(BROKER_LIB_DIR, 'kafkaiq-launcher.jar')}=${config}` };
+    return { ...this.identity.env, KAFKA_CLIENT_CONFIG: config, JAVA_TOOL_OPTIONS: `${COMMAND_JVM_FLAGS} -javaagent:${path.join(BROKER_LIB_DIR, 'kafkaiq-launcher.jar')}=${config}` };
   }
 
   /** Grants the attempt exactly its names on the cluster (kafka/attempt-acls.ts). */

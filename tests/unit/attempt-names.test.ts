@@ -3,7 +3,9 @@
  * grader's own; namespaces of 128 random bits; and the grader's LeaveGroups only for the
  * attempt's own groups, deduplicated and bounded.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
+import { MaintenanceLock } from '../../lab-server/broker/maintenance.ts';
 import { kafkajs } from '../../lab-server/kafka/client.ts';
 import { attemptAcls } from '../../lab-server/kafka/attempt-acls.ts';
 import { GRADER_PREFIX, graderPrefix, learnerNames, randomNamespace } from '../../lab-server/kafka/attempt-names.ts';
@@ -110,9 +112,14 @@ describe('attempt ACLs', () => {
   });
 });
 
+async function until(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!condition() && Date.now() < end) await sleep(20);
+}
+
 describe('the group evictor', () => {
   it('takes only owned groups, each pair once, at most MAX_PAIRS, from a flood of 3,000', () => {
-    const evictor = new GroupEvictor(['127.0.0.1:1'], (g) => g === 'kiq-a-group' || g === 'kiq-a-group-sender');
+    const evictor = new GroupEvictor(['127.0.0.1:1'], (g) => g === 'kiq-a-group' || g === 'kiq-a-group-sender', new MaintenanceLock());
     const flood: [string, string][] = [];
     for (let i = 0; i < 3_000; i++) flood.push([i % 2 ? `kiq-victim-group` : `foreign-${i}`, `m-${i}`]);
     expect(evictor.select(flood)).toEqual([]);
@@ -120,5 +127,27 @@ describe('the group evictor', () => {
     expect(evictor.select(own)).toEqual([['kiq-a-group', 'm1'], ['kiq-a-group-sender', 'm2']]);
     const many = Array.from({ length: 100 }, (_, i) => ['kiq-a-group', `m${i}`] as [string, string]);
     expect(evictor.select(many)).toHaveLength(MAX_PAIRS);
+  });
+
+  it('sends during a broker restart once the restart has ended, without holding the caller up', async () => {
+    const maintenance = new MaintenanceLock();
+    let endRestart: () => void = () => {};
+    const restart = maintenance.withExclusive(() => new Promise<void>((resolve) => (endRestart = resolve)));
+    await until(() => maintenance.isDown);
+    const sharedAt: number[] = [];
+    const watched = { get isDown() { return maintenance.isDown; }, withShared: <T,>(fn: () => Promise<T>) => maintenance.withShared(() => (sharedAt.push(Date.now()), fn())) };
+    const evictor = new GroupEvictor(['127.0.0.1:1'], (g) => g === 'kiq-a-group', watched);
+    const began = Date.now();
+    await evictor.leave([['kiq-a-group', 'm1']], 3_000);
+    expect(Date.now() - began, 'returned at once').toBeLessThan(200);
+    await sleep(300);
+    expect(sharedAt, 'nothing sent while the broker is down').toEqual([]);
+    const endedAt = Date.now();
+    endRestart();
+    await restart;
+    await until(() => sharedAt.length > 0);
+    expect(sharedAt).toHaveLength(1);
+    expect(sharedAt[0]!).toBeGreaterThanOrEqual(endedAt);
+    await evictor.close();
   });
 });

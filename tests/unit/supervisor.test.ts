@@ -65,6 +65,24 @@ describe('Supervisor', () => {
     await Promise.all([supervisor.stopAll(500), bare.stopAll(500)]);
   });
 
+  it('hands the memberships of an instance that exited on its own to exitedOnItsOwn, and of one the grader killed to nobody', async () => {
+    const handed: Array<[string, number, Array<[string, string]>]> = [];
+    const supervisor = new Supervisor(
+      () => command("sh -c 'sleep 0.5; exit 0'"),
+      { env: () => ({}), line: () => {}, ownsGroup: (g) => g === 'kiq-a-group', exitedOnItsOwn: (instance, memberships) => void handed.push([instance.id, instance.incarnation, [...memberships]]) },
+      supervisorPolicy(() => {}),
+    );
+    const first = supervisor.start(1).current;
+    (first as unknown as EventEmitter).emit('event', { t: 'member', groupId: 'kiq-a-group', memberId: 'm-first' });
+    await until(() => supervisor.slot(1)!.incarnation === 2);
+    const second = supervisor.slot(1)!.current;
+    (second as unknown as EventEmitter).emit('event', { t: 'member', groupId: 'kiq-a-group', memberId: 'm-second' });
+    supervisor.expectExit(second);
+    await second.kill();
+    await supervisor.stopAll(500);
+    expect(handed).toEqual([['i1', 1, [['kiq-a-group', 'm-first']]]]);
+  });
+
   it('stops restarting when the policy says so (a throughput lane: at most a few restarts)', async () => {
     const policy: RestartPolicy = () => (supervisor.restarts >= 2 ? null : { delayMs: 10 });
     const supervisor = new Supervisor(() => command("sh -c 'exit 1'"), { env: () => ({}), line: () => {}, instanceId: () => 'lane' }, policy);

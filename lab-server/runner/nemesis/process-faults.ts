@@ -40,10 +40,10 @@ export const killFault: FaultHandler = async (ctx, fault, wave) => {
   instance.signal('SIGKILL');
   await instance.exited;
   const open = event ? null : await ctx.program.driver.openTransactionNow(ctx, slot);
-  // During a broker restart (another grade's) the group is re-formed anyway: no LeaveGroup
-  // to hold up the replacement. When sent, the report says so, so the quick rejoin in the
-  // timeline does not teach a wrong lesson.
-  const leaves = ctx.program.hasMemberships(instance) && !ctx.cluster.maintenance.isDown;
+  // When sent, the report says so, so the quick rejoin in the timeline does not teach a wrong
+  // lesson. During a broker restart (another grade's) it is sent once the broker is back: the
+  // restarted coordinator reloads the dead member and waits out its session timeout again.
+  const leaves = ctx.program.hasMemberships(instance);
   const notes = [fault.unannounced ? UNANNOUNCED_NOTE : '', leaves ? 'the grader sends the LeaveGroup it could not: no wait for its session timeout' : ''].filter(Boolean);
   ctx.record.fault(fault, instance.id, event, open, notes.length ? notes.join('; ') : undefined);
   if (leaves) await ctx.program.removeFromGroups(instance);
@@ -52,7 +52,7 @@ export const killFault: FaultHandler = async (ctx, fault, wave) => {
   // that hands partitions over badly (positions read only at start-up) then always shows it; with
   // an instant restart the dead one's successor often got its own partitions back first.
   const survivors = [...ctx.program.slots].filter((s) => s !== slot && s.current.alive).length;
-  if (leaves && survivors > 0) await ctx.program.awaitStableGroup(survivors, SURVIVORS_TAKE_OVER_MS);
+  if (leaves && survivors > 0 && !ctx.cluster.maintenance.isDown) await ctx.program.awaitStableGroup(survivors, SURVIVORS_TAKE_OVER_MS);
   ctx.program.startSlot(slot.slot);
 };
 
@@ -67,7 +67,7 @@ export async function livenessRestart(ctx: NemesisContext, slot: Slot, why: stri
   ctx.program.expectExit(instance);
   instance.signal('SIGKILL');
   await instance.exited;
-  if (ctx.program.hasMemberships(instance) && !ctx.cluster.maintenance.isDown) await ctx.program.removeFromGroups(instance);
+  if (ctx.program.hasMemberships(instance)) await ctx.program.removeFromGroups(instance);
   ctx.program.startSlot(slot.slot);
 }
 
@@ -95,9 +95,9 @@ export const zombieFault: FaultHandler = async (ctx, fault, wave) => {
   // A frozen member sends no heartbeat, and the replacement's join would wait out its session
   // timeout before the group hands the replacement any partition. The grader sends the LeaveGroup
   // now, as that timeout would: the zombie wakes to the same state either way (out of the group,
-  // its producer fenced by the replacement's), only sooner. Not during a broker restart, which
-  // re-forms the group anyway.
-  const leaves = ctx.program.hasMemberships(instance) && !ctx.cluster.maintenance.isDown;
+  // its producer fenced by the replacement's), only sooner (during a broker restart: once the
+  // broker is back, see killFault).
+  const leaves = ctx.program.hasMemberships(instance);
   const note = `paused; a replacement with the same identity starts${leaves ? '; the grader sends the LeaveGroup the frozen one cannot: no wait for its session timeout' : ''}`;
   ctx.record.fault(fault, instance.id, event, event ? null : await ctx.program.driver.openTransactionNow(ctx, slot), note);
   if (leaves) await ctx.program.removeFromGroups(instance);

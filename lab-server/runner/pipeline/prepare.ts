@@ -46,6 +46,10 @@ export function pipelineSupervisor(scenario: Pick<PipelineState, 'attempt' | 'st
         if (event.t === 'failed' && (event.op === 'commit' || event.op === 'sendOffsets')) history.mark('abort', instance.id, `${event.op} failed: ${event.error}`);
       },
       exited: (instance, code, signal) => history.mark('exit', instance.id, signal ? `signal ${signal}` : `code ${code}`),
+      // Its members stay in their groups until their session timeout (a JVM client's default is
+      // 45 s), holding up the restarted instance's join: the grader sends the LeaveGroups, as it
+      // does for an instance it killed. Not waited for: the restart goes ahead as it would.
+      exitedOnItsOwn: (instance, memberships) => void attempt.evictor.leave(memberships),
       changed: () => attempt.emitState(),
       stopping: () => attempt.stopping,
     },

@@ -32,6 +32,11 @@ export interface SupervisorHooks {
   started?(slot: Slot, restarted: boolean): void;
   /** Every exit, expected or not, before the restart policy is asked. */
   exited?(instance: ProgramProcess, code: number | null, signal: NodeJS.Signals | null): void;
+  /**
+   * An exit the program made on its own, with the group memberships it last had: a process that
+   * crashed, or lost its broker during a restart, left no LeaveGroup behind.
+   */
+  exitedOnItsOwn?(instance: ProgramProcess, memberships: ReadonlyMap<string, string>): void;
   /** The attempt winds down: no more restarts. */
   stopping?(): boolean;
   /**
@@ -195,6 +200,7 @@ export class Supervisor {
     // A program that exits on its own is restarted, as a supervisor (systemd, Kubernetes) would.
     this.selfExits++;
     this.lastSelfExitAt = Date.now();
+    this.hooks.exitedOnItsOwn?.(instance, this.members.get(instance) ?? new Map());
     const restart = this.policy(slot, code, signal);
     if (!restart) return;
     this.pending++;
