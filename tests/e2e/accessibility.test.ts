@@ -2,8 +2,9 @@
  * Accessibility end to end, in a real browser (Debian's chromium driven by playwright-core) against
  * the built site served by `npm start`'s server with the real runner and broker:
  *  - axe-core over every page (the overview, every lesson, /labs/, the glossary and the
- *    instructor's class view) in both themes, and over a lesson's workbench with a grade's report
- *    open: no serious or critical violation. The counts per page are printed.
+ *    instructor's class view), every rule in the dark theme and the rules that judge colours again
+ *    in the light one, and over a lesson's workbench with a grade's report open in both: no
+ *    serious or critical violation. The counts per page are printed.
  *  - the workbench by keyboard: Tab enters and leaves the editor (tab-focus mode, its shortcut
  *    shown), skip links lead to the lab and its terminal, focus comes back to the Run, Stop and
  *    Grade buttons, the verdict is announced in a live region, and after a failed grade the hint
@@ -41,16 +42,31 @@ interface Violation {
   nodes: { target: string[]; failureSummary?: string }[];
 }
 
-/** axe-core's violations on the page as it is now. */
-async function audit(page: Page): Promise<Violation[]> {
+/**
+ * axe-core's violations on the page as it is now, and which of the rules it ran judge colours (axe's
+ * `cat.color`: contrast, links told apart from text by colour alone). `rules` runs only those: a
+ * page switched to its other theme is the same DOM in other colours, so only they can judge it
+ * differently.
+ */
+async function audit(page: Page, rules?: string[]): Promise<{ violations: Violation[]; colourRules: string[] }> {
   // The site's Content-Security-Policy refuses inline scripts (so addScriptTag cannot inject axe);
   // an evaluation from the test driver is not a page script and is not subject to it.
   if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(`${AXE_SOURCE}\n;void 0`);
-  return page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run(context: Document, options: object): Promise<{ violations: Violation[] }> } }).axe;
-    const result = await axe.run(document, { resultTypes: ['violations'] });
-    return result.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => ({ target: n.target, failureSummary: n.failureSummary })) }));
-  });
+  return page.evaluate(async (only) => {
+    type Outcome = { id: string; impact: string | null; help: string; nodes: { target: string[]; failureSummary?: string }[] };
+    const axe = (window as unknown as {
+      axe: {
+        run(context: Document, options: object): Promise<Record<'violations' | 'passes' | 'incomplete' | 'inapplicable', Outcome[]>>;
+        getRules(tags: string[]): { ruleId: string }[];
+      };
+    }).axe;
+    const result = await axe.run(document, { resultTypes: ['violations'], ...(only ? { runOnly: { type: 'rule', values: only } } : {}) });
+    const ran = new Set([...result.violations, ...result.passes, ...result.incomplete, ...result.inapplicable].map((r) => r.id));
+    return {
+      violations: result.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => ({ target: n.target, failureSummary: n.failureSummary })) })),
+      colourRules: axe.getRules(['cat.color']).map((r) => r.ruleId).filter((id) => ran.has(id)),
+    };
+  }, rules ?? null);
 }
 
 const SEVERE = new Set(['serious', 'critical']);
@@ -143,14 +159,14 @@ describe('accessibility', () => {
   const summary: string[] = [];
   const failures: string[] = [];
   /** Audits the page, keeps its line for the summary, and returns its serious/critical violations. */
-  const record = async (page: Page, where: string): Promise<string[]> => {
-    const violations = await audit(page);
+  const record = async (page: Page, where: string, rules?: string[]): Promise<{ severe: string[]; colourRules: string[] }> => {
+    const { violations, colourRules } = await audit(page, rules);
     fs.mkdirSync(path.join(SHOTS, 'axe'), { recursive: true });
     fs.writeFileSync(path.join(SHOTS, 'axe', `${where.replace(/[^a-z0-9]+/gi, '_')}.json`), JSON.stringify(violations, null, 2));
     const { line, details } = describeViolations(where, violations);
     summary.push(line);
     failures.push(...details);
-    return details;
+    return { severe: details, colourRules };
   };
 
   afterAll(() => {
@@ -201,7 +217,7 @@ describe('accessibility', () => {
       await setTheme(page, theme);
       await page.evaluate((t) => { document.documentElement.dataset.theme = t; }, theme);
       await page.waitForTimeout(300);
-      expect(await record(page, `workbench with report (${theme})`)).toEqual([]);
+      expect((await record(page, `workbench with report (${theme})`)).severe).toEqual([]);
     }
     await page.screenshot({ path: path.join(SHOTS, 'a11y-report-fail.png'), fullPage: false });
     await page.close();
@@ -307,14 +323,17 @@ describe('accessibility', () => {
     const severe: string[] = [];
     // Each page is loaded once and audited in both themes, switched in place as the theme picker
     // does (Starlight's data-theme; the workbench follows it, src/components/workbench/theme.ts):
-    // the same DOM in the other colours, without a second load and a second injection of axe.
+    // the same DOM in the other colours, without a second load and a second injection of axe. The
+    // first theme gets every rule, the second the rules that judge colours.
     for (const href of pages) {
       await page.goto(`${baseUrl}${href}`);
       await page.waitForLoadState('load');
-      for (const theme of ['dark', 'light'] as const) {
-        await switchTheme(page, theme);
-        severe.push(...(await record(page, `${href} (${theme})`)));
-      }
+      await switchTheme(page, 'dark');
+      const dark = await record(page, `${href} (dark)`);
+      expect(dark.colourRules, `${href}: axe ran its colour-contrast rule`).toContain('color-contrast');
+      await switchTheme(page, 'light');
+      const light = await record(page, `${href} (light: the colour rules)`, dark.colourRules);
+      severe.push(...dark.severe, ...light.severe);
     }
     await page.close();
     expect(severe, severe.join('\n')).toEqual([]);
