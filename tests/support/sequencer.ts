@@ -7,18 +7,9 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  * this order, then vitest's. The lab matrix's shards are the longest by far. The scaffold check
  * (a new lab checked in both plans) is next: it mostly waits on its grades' faults, so it costs
  * little beside the matrix, while started last it would run alone for minutes with the machine's
- * cores mostly idle. Then the files that take a minute or more in CI, longest first (a clean-clone
- * run: 166 s down to 52 s), so that a lane freed by the matrix finds only short files left and
- * the lanes end together: started last, a 2-minute file ran on alone after every other lane had
- * finished.
+ * cores mostly idle.
  */
-const LONGEST = [
-  /[\\/]tests[\\/]labs-\d+\.test\.ts$/,
-  /[\\/]tests[\\/]scaffold-transform\.test\.ts$/,
-  ...['e2e/accessibility', 'security/wire-fault-steering', 'three-node', 'e2e/workbench', 'security/sandbox-attacks', 'quiet-programs', 'security/tenancy-perimeter', 'lesson-code', 'e2e/learner-history'].map(
-    (file) => new RegExp(`[\\\\/]tests[\\\\/]${file.replace('/', '[\\\\/]')}\\.test\\.ts$`),
-  ),
-];
+const LONGEST = [/[\\/]tests[\\/]labs-\d+\.test\.ts$/, /[\\/]tests[\\/]scaffold-transform\.test\.ts$/];
 
 export default class LongestFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
