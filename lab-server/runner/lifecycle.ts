@@ -44,7 +44,7 @@ import type { Outcome, Scenario } from './scenario.ts';
 /**
  * Every JVM a command starts is a short-lived client, restarted at each kill: C1 alone and the
  * serial collector start it and run it on far less CPU than C2 and G1's threads (Kafka's copier,
- * quick plan, seeds 1-3: 9-12 core-seconds a grade for the whole machine instead of 13-17).
+ * quick plan, seeds 1-3: 13-16 core-seconds a grade for the whole machine instead of 16-20).
  */
 const COMMAND_JVM_FLAGS = '-XX:TieredStopAtLevel=1 -XX:+UseSerialGC';
 
