@@ -269,7 +269,7 @@ export default defineLab({
     'no-hanging-transactions',
   ],
   kafkajs: {
-    consumer: { sessionTimeout: 3_000, heartbeatInterval: 300, rebalanceTimeout: 5_000, maxWaitTimeInMs: 500 },
+    consumer: { sessionTimeout: 3_000, heartbeatInterval: 300, rebalanceTimeout: 5_000, maxWaitTimeInMs: 100 },
     // 30 s unless the program sets its own: a transaction left open by a kill is fenced by the
     // restart long before. Not 10 s: under six grades on two cores a correct solution's transaction
     // can stay open longer than that. The variant that calls the API inside its transaction

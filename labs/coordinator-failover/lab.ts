@@ -78,7 +78,7 @@ export default defineLab({
     },
   ],
   kafkajs: {
-    consumer: { sessionTimeout: 3_000, heartbeatInterval: 300, rebalanceTimeout: 5_000, maxWaitTimeInMs: 500 },
+    consumer: { sessionTimeout: 3_000, heartbeatInterval: 300, rebalanceTimeout: 5_000, maxWaitTimeInMs: 100 },
     // A short retry budget (about 1.2 s) on purpose: the cluster moves a dead coordinator after about
     // 3 s, so a commit caught by the kill fails instead of waiting it out. Your program must cope
     // with either outcome; with production retries it would more often just be slow.

@@ -80,7 +80,7 @@ export default defineLab({
     },
   ],
   kafkajs: {
-    consumer: { sessionTimeout: 3_000, heartbeatInterval: 300, rebalanceTimeout: 5_000, maxWaitTimeInMs: 500 },
+    consumer: { sessionTimeout: 3_000, heartbeatInterval: 300, rebalanceTimeout: 5_000, maxWaitTimeInMs: 100 },
     client: { retry: { initialRetryTime: 100, maxRetryTime: 1_000, retries: 10 } },
   },
   timeLimitMs: 120_000,

@@ -129,7 +129,7 @@ export default defineLab({
     'keeps-up',
   ],
   kafkajs: {
-    consumer: { sessionTimeout: 3_000, heartbeatInterval: 300, rebalanceTimeout: 5_000, maxWaitTimeInMs: 500 },
+    consumer: { sessionTimeout: 3_000, heartbeatInterval: 300, rebalanceTimeout: 5_000, maxWaitTimeInMs: 100 },
     client: { retry: { initialRetryTime: 100, maxRetryTime: 1_000, retries: 10 } },
   },
   timeLimitMs: 180_000,

@@ -179,7 +179,7 @@ export default defineLab({
   },
   checks: ['no-duplicate-effects', 'no-lost-effects', 'effects-correct', 'no-aborted-reads'],
   kafkajs: {
-    consumer: { sessionTimeout: 3_000, heartbeatInterval: 300, rebalanceTimeout: 5_000, maxWaitTimeInMs: 500 },
+    consumer: { sessionTimeout: 3_000, heartbeatInterval: 300, rebalanceTimeout: 5_000, maxWaitTimeInMs: 100 },
     client: { retry: { initialRetryTime: 100, maxRetryTime: 1_000, retries: 10 } },
   },
   // A cap for stuck programs, not a target: a correct program needs about 40 s alone, and three

@@ -100,7 +100,7 @@ export default defineLab({
   // No producer transactionTimeout here: kafkajs's 60 s default keeps a frozen transaction open
   // until its instance wakes up, as a long GC pause would in production.
   kafkajs: {
-    consumer: { sessionTimeout: 3_000, heartbeatInterval: 300, rebalanceTimeout: 5_000, maxWaitTimeInMs: 500 },
+    consumer: { sessionTimeout: 3_000, heartbeatInterval: 300, rebalanceTimeout: 5_000, maxWaitTimeInMs: 100 },
     client: { retry: { initialRetryTime: 100, maxRetryTime: 1_000, retries: 10 } },
   },
   timeLimitMs: 120_000,

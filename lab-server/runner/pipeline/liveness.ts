@@ -24,7 +24,7 @@ export const STALL_BOUND_MS = 12_000;
 const STUCK_AGAIN_MS = 3_000;
 /**
  * A consumer that asked for no records this long has stopped: the labs' consumers wait at most
- * 500 ms for records (maxWaitTimeInMs), so a working one asks at least twice a second.
+ * 100 ms for records (maxWaitTimeInMs), so a working one asks several times a second.
  */
 export const FETCH_STOPPED_MS = 3_000;
 /** The extra time a restart of a --cmd program may rightly take (see rebalanceMs). */
