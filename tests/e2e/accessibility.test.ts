@@ -53,10 +53,9 @@ async function audit(page: Page, rules?: string[]): Promise<{ violations: Violat
   // an evaluation from the test driver is not a page script and is not subject to it.
   if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(`${AXE_SOURCE}\n;void 0`);
   return page.evaluate(async (only) => {
-    type Outcome = { id: string; impact: string | null; help: string; nodes: { target: string[]; failureSummary?: string }[] };
     const axe = (window as unknown as {
       axe: {
-        run(context: Document, options: object): Promise<Record<'violations' | 'passes' | 'incomplete' | 'inapplicable', Outcome[]>>;
+        run(context: Document, options: object): Promise<Record<'violations' | 'passes' | 'incomplete' | 'inapplicable', Violation[]>>;
         getRules(tags: string[]): { ruleId: string }[];
       };
     }).axe;

@@ -112,11 +112,6 @@ describe('attempt ACLs', () => {
   });
 });
 
-async function until(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!condition() && Date.now() < end) await sleep(20);
-}
-
 describe('the group evictor', () => {
   it('takes only owned groups, each pair once, at most MAX_PAIRS, from a flood of 3,000', () => {
     const evictor = new GroupEvictor(['127.0.0.1:1'], (g) => g === 'kiq-a-group' || g === 'kiq-a-group-sender', new MaintenanceLock());
@@ -133,7 +128,7 @@ describe('the group evictor', () => {
     const maintenance = new MaintenanceLock();
     let endRestart: () => void = () => {};
     const restart = maintenance.withExclusive(() => new Promise<void>((resolve) => (endRestart = resolve)));
-    await until(() => maintenance.isDown);
+    await expect.poll(() => maintenance.isDown).toBe(true);
     const sharedAt: number[] = [];
     const watched = { get isDown() { return maintenance.isDown; }, withShared: <T,>(fn: () => Promise<T>) => maintenance.withShared(() => (sharedAt.push(Date.now()), fn())) };
     const evictor = new GroupEvictor(['127.0.0.1:1'], (g) => g === 'kiq-a-group', watched);
@@ -145,7 +140,7 @@ describe('the group evictor', () => {
     const endedAt = Date.now();
     endRestart();
     await restart;
-    await until(() => sharedAt.length > 0);
+    await expect.poll(() => sharedAt.length).toBeGreaterThan(0);
     expect(sharedAt).toHaveLength(1);
     expect(sharedAt[0]!).toBeGreaterThanOrEqual(endedAt);
     await evictor.close();
