@@ -160,6 +160,29 @@ export interface CheckOptions {
    * Not for `check --watch`, whose next save would have to start it again.
    */
   releaseThreeNodes?: boolean;
+  /**
+   * Where the graders take their next fixture and hand its result: by default the fixtures given,
+   * in fixtureOrder. The lab matrix's shards share one (tests/support/matrix-queue.ts), so neither
+   * idles while the other still has fixtures to grade.
+   */
+  queue?: FixtureQueue;
+}
+
+/** A source of fixtures to grade, shared by the graders of one or more runFixtures calls. */
+export interface FixtureQueue {
+  /** The next fixture to grade, or undefined once there is none left for this caller. */
+  take(): Promise<Fixture | undefined>;
+  /** Told each result as its grade ends. */
+  done?(result: FixtureResult): Promise<void>;
+}
+
+/**
+ * The order fixtures are graded in: the 3-node cluster's first, so its three JVMs can stop once
+ * they are graded (releaseThreeNodes); then the rest. Within each, programs that must pass take the
+ * full plan: they start first so the slowest finish early.
+ */
+export function fixtureRank(fixture: Pick<Fixture, 'threeNodes' | 'expect'>): number {
+  return (fixture.threeNodes ? 0 : 2) + (fixture.expect === 'pass' ? 0 : 1);
 }
 
 /**
@@ -176,7 +199,9 @@ export function fixturePlan(fixture: Pick<Fixture, 'expect' | 'failPlan'>, quick
 /**
  * Grades fixtures a few at a time (see checkLabs) and logs a line per fixture as it ends. Given
  * several clusters (lanes), the graders take turns over them: a broker restart one grade injects
- * then holds up only the grades on its own broker.
+ * then holds up only the grades on its own broker. With options.queue the graders take their
+ * fixtures from it instead; `fixtures` are then the ones whose 3-node cluster this call releases,
+ * and the results returned are those of the fixtures this call graded.
  */
 export async function runFixtures(
   fixtures: Fixture[],
@@ -187,11 +212,8 @@ export async function runFixtures(
   if (lanes.length === 0) throw new KafkaIqError('INTERNAL', 'runFixtures needs at least one cluster.');
   const log = options.log ?? (() => {});
   const results: FixtureResult[] = [];
-  // The 3-node cluster's fixtures first, so its three JVMs can stop once they are graded
-  // (releaseThreeNodes); then the rest. Within each, programs that must pass take the full plan: they start first so the
-  // slowest finish early.
-  const order = (f: Fixture) => (f.threeNodes ? 0 : 2) + (f.expect === 'pass' ? 0 : 1);
-  const queue = [...fixtures].sort((a, b) => order(a) - order(b));
+  const own = [...fixtures].sort((a, b) => fixtureRank(a) - fixtureRank(b));
+  const queue: FixtureQueue = options.queue ?? { take: async () => own.shift() };
   const gradeFixture = async (fixture: Fixture, lane: ClusterSource | ClusterHandle) => {
     const started = Date.now();
     let got: string;
@@ -221,12 +243,13 @@ export async function runFixtures(
     const expected = fixture.expect === 'pass' ? 'pass' : `fail${fixture.check ? ` (${fixture.check})` : ''}`;
     const result = { lab: fixture.lab, program: fixture.program, expected, got, ok, seconds: (Date.now() - started) / 1000, aimed };
     results.push(result);
+    await options.queue?.done?.(result);
     log(`${ok ? '✓' : '✗'} ${fixture.lab.padEnd(20)} ${fixture.program.padEnd(34)} expected ${expected.padEnd(30)} got ${got}  (${result.seconds.toFixed(1)} s)`);
   };
   // Once the last of them is graded, a pool that started the 3-node cluster for them may stop it.
-  let threeNodesUngraded = queue.filter((f) => f.threeNodes).length;
+  let threeNodesUngraded = fixtures.filter((f) => f.threeNodes).length;
   const worker = async (lane: ClusterSource | ClusterHandle) => {
-    for (let fixture = queue.shift(); fixture; fixture = queue.shift()) {
+    for (let fixture = await queue.take(); fixture; fixture = await queue.take()) {
       await gradeFixture(fixture, lane);
       if (fixture.threeNodes && --threeNodesUngraded === 0 && options.releaseThreeNodes) {
         for (const source of new Set(lanes.map(asClusterSource))) {

@@ -9,6 +9,7 @@ import { defaultBrokerPort } from '../../lab-server/broker/ports.ts';
 import { buildSiteIfStale } from '../../lab-server/cli/site-build.ts';
 import { listLabIds } from '../../lab-server/labs/load-lab.ts';
 import { LANE_PORT_STRIDE, testLanes } from './lane-ports.ts';
+import { serveMatrixQueue } from './matrix-queue.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -23,6 +24,8 @@ declare module 'vitest' {
      * labs/ while the run goes on (the scaffold test) must not change how the shards deal them.
      */
     matrixLabs: string[];
+    /** The lab matrix's one queue of fixtures, which its shards share (matrix-queue.ts). */
+    matrixQueue: string;
   }
 }
 
@@ -80,12 +83,15 @@ export default async function setup(project: TestProject) {
   const [first] = await Promise.all([poolForLane(1).get('single'), site]);
   console.log(`[broker] lane 1: ${first.origin} ${first.brokers.join(',')}`);
   const served = await serveClusterPool(poolForLane);
+  const matrixQueue = await serveMatrixQueue();
   project.provide('clusterPool', served.url);
   project.provide('firstBrokerPort', firstBrokerPort);
   project.provide('externalBrokers', externalBrokers);
   project.provide('matrixLabs', matrixLabs);
+  project.provide('matrixQueue', matrixQueue.url);
   return async () => {
     await served.close();
+    await matrixQueue.close();
     await Promise.all([...pools.values()].map((pool) => pool.close()));
   };
 }

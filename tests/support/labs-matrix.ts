@@ -8,7 +8,9 @@
  * The matrix is cut into shards (tests/labs-<n>.test.ts), one test file each, so that the kafka
  * tier's lanes grade them side by side: dealLabs deals the labs out by their number of
  * fixtures, the largest first, each to the lightest shard so far, so any lab a folder adds lands
- * in exactly one shard.
+ * in exactly one shard, whose file asserts on it. The grading itself goes through one queue of all
+ * the shards' fixtures (matrix-queue.ts): a shard that has taken all of its own takes the other's,
+ * so both lanes stay busy to the end, and each shard then collects its labs' results.
  *
  * The database labs run on the embedded database a learner gets by default, and where PostgreSQL's
  * server binaries are installed (CI installs them) their whole matrix once more on a throwaway
@@ -26,7 +28,8 @@ import { connectCluster, type KafkaCluster } from '../../lab-server/broker/clust
 import { ClusterPool, type ClusterSource } from '../../lab-server/broker/cluster-pool.ts';
 import { DatabasePool } from '../../lab-server/db/pool.ts';
 import { loadLab } from '../../lab-server/labs/load-lab.ts';
-import { labFixtures, runFixtures, type FixtureResult } from '../../lab-server/runner/check-labs.ts';
+import { fixtureRank, labFixtures, runFixtures, type Fixture, type FixtureResult } from '../../lab-server/runner/check-labs.ts';
+import { fixtureKey, MatrixQueueClient, type QueueEntry } from './matrix-queue.ts';
 import { postgresBin, POSTGRES_MISSING, ThrowawayPostgres } from './postgres.ts';
 
 // KAFKAIQ_CHECK_PARALLEL: grades at once. A grade mostly waits (session timeouts, a stall's bound,
@@ -34,6 +37,8 @@ import { postgresBin, POSTGRES_MISSING, ThrowawayPostgres } from './postgres.ts'
 const CHECK_PARALLEL = Number(process.env.KAFKAIQ_CHECK_PARALLEL) || 4;
 /** Suffix of a database lab's fixtures graded on the real server. */
 const ON_SERVER = ' (PostgreSQL server)';
+/** How long a shard's setup may take: its grading, then waiting for the results the other shard is grading. */
+const MATRIX_SETUP_MS = 25 * 60_000;
 
 /**
  * The labs dealt into `shards` lists by weight: the heaviest first, each to the lightest list so
@@ -70,6 +75,18 @@ export async function labMatrix(shard: number, shards: number): Promise<void> {
   }
   const databaseLabs = allDatabaseLabs.filter((lab) => labs.includes(lab));
   const bin = postgresBin();
+  // Every fixture of the run, listed the same way in every shard: the database labs' once more on
+  // the real server. A fixture needing the 3-node cluster or a database is graded by its owner,
+  // which starts them; any other shard may take the rest.
+  const everyFixture: Fixture[] = [...allFixtures, ...(bin ? allFixtures.filter((f) => allDatabaseLabs.includes(f.lab)).map((f) => ({ ...f, program: f.program + ON_SERVER })) : [])];
+  const pinned = (f: Fixture) => Boolean(f.threeNodes) || allDatabaseLabs.includes(f.lab);
+  const ownerOf = (lab: string) => dealt.findIndex((dealtLabs) => dealtLabs.includes(lab)) + 1;
+  // Pinned fixtures before the rest, so that what only one shard may grade is not left to the end.
+  const queueRank = (f: Fixture) => (f.threeNodes ? 0 : pinned(f) ? 1 : 2) * 10 + fixtureRank(f);
+  const entries: QueueEntry[] = [...everyFixture]
+    .sort((a, b) => queueRank(a) - queueRank(b))
+    .map((f) => ({ key: fixtureKey(f), owner: ownerOf(f.lab), pinned: pinned(f) }));
+  const mine = everyFixture.filter((f) => labs.includes(f.lab));
 
   let clusters: ClusterPool;
   let second: KafkaCluster | null = null;
@@ -80,29 +97,27 @@ export async function labMatrix(shard: number, shards: number): Promise<void> {
   let databasesDuring: string[] = [];
 
   beforeAll(async () => {
+    const started = Date.now();
     // Each lab on the cluster it declares: the 3-node cluster of the failover labs comes from the
     // run's global setup, started on first use.
     clusters = new ClusterPool();
     const log = (line: string) => console.log(line);
-    const fixtures = allFixtures.filter((f) => labs.includes(f.lab));
     // A failover lab's 3-node cluster starts before the first grade, not beside the first grades:
     // three JVM starts at once would slow the single broker's first restarts past a grade's waits.
-    if (fixtures.some((f) => f.threeNodes)) await clusters.get('three-nodes');
+    if (mine.some((f) => f.threeNodes)) await clusters.get('three-nodes');
     let watcher: pg.Client | null = null;
     let timer: NodeJS.Timeout | undefined;
     const seen = new Set<string>();
     // One embedded database per grader of the pool (3): no fixture waits for another's to be free.
     const embedded = new DatabasePool({ maxEmbedded: 3, log: (line) => console.log(`[database] ${line}`) });
     pools.push(embedded);
-    for (const fixture of fixtures) if (databaseLabs.includes(fixture.lab)) fixture.databases = embedded;
-    if (bin) {
+    for (const fixture of mine) if (databaseLabs.includes(fixture.lab)) fixture.databases = embedded;
+    if (bin && databaseLabs.length > 0) {
       server = new ThrowawayPostgres(bin);
       await server.start();
       const onServer = new DatabasePool({ url: server.url, log: (line) => console.log(`[database] ${line}`) });
       pools.push(onServer);
-      for (const fixture of fixtures.filter((f) => databaseLabs.includes(f.lab))) {
-        fixtures.push({ ...fixture, program: fixture.program + ON_SERVER, databases: onServer });
-      }
+      for (const fixture of mine) if (fixture.program.endsWith(ON_SERVER)) fixture.databases = onServer;
       // Which databases exist while the attempts run: one per attempt, named after its namespace.
       watcher = new pg.Client(server.url);
       await watcher.connect();
@@ -118,14 +133,30 @@ export async function labMatrix(shard: number, shards: number): Promise<void> {
     // (a fault of the full plans) holds up only the grades on the broker it restarts.
     second = await connectCluster({ basePort: defaultBrokerPort() + 20, external: '', log: (line) => console.log(`[broker 2] ${line}`) });
     const secondLane: ClusterSource = { get: (kind) => (kind === 'single' ? Promise.resolve(second!) : clusters.get(kind)), release: (kind) => (kind === 'single' ? Promise.resolve() : clusters.release(kind)) };
+    const queue = new MatrixQueueClient(inject('matrixQueue'), shard);
+    await queue.register(entries);
+    const byKey = new Map(everyFixture.map((f) => [fixtureKey(f), f]));
     try {
-      results = await runFixtures(fixtures, [clusters, secondLane], { parallel: CHECK_PARALLEL, log, releaseThreeNodes: true });
+      await runFixtures(mine, [clusters, secondLane], {
+        parallel: CHECK_PARALLEL,
+        log,
+        releaseThreeNodes: true,
+        queue: {
+          take: async () => {
+            const key = await queue.claim();
+            return key === undefined ? undefined : byKey.get(key);
+          },
+          done: (result) => queue.report(fixtureKey(result), result).then(() => {}),
+        },
+      });
+      // Some of this shard's fixtures may still be on the other shard's graders.
+      results = await queue.collect(mine.map(fixtureKey), MATRIX_SETUP_MS - (Date.now() - started) - 60_000);
     } finally {
       clearInterval(timer);
       await watcher?.end().catch(() => {});
     }
     databasesDuring = [...seen];
-  }, 25 * 60_000);
+  }, MATRIX_SETUP_MS);
 
   afterAll(async () => {
     for (const pool of pools) await pool.close().catch(() => {});

@@ -1,0 +1,162 @@
+/**
+ * One queue of fixtures for all the lab matrix's shards (tests/support/labs-matrix.ts), served by
+ * the run's global setup. Each shard was dealt whole labs, and its test file asserts on them; but
+ * grade times vary far more than fixture counts (4 s to over 2 minutes), so a shard that graded
+ * only its own would often finish minutes before the other, its lane grading nothing while the
+ * machine had cores to spare. Through the queue a shard whose own fixtures are all taken grades
+ * the other's, and each shard then collects its labs' results, wherever they were graded.
+ *
+ * A fixture is pinned to its owner when it needs what only the owner starts: the 3-node cluster of
+ * a failover lab, or the databases (embedded and the throwaway PostgreSQL server) of a database lab.
+ */
+import http from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { z } from 'zod';
+import type { FixtureResult } from '../../lab-server/runner/check-labs.ts';
+
+const QueueEntrySchema = z
+  .object({
+    key: z.string().min(1).max(300).describe('The fixture: its lab and program, as fixtureKey writes them'),
+    owner: z.number().int().min(1).max(64).describe('The shard that was dealt its lab, and asserts on its result'),
+    pinned: z.boolean().describe('Only the owner may grade it (it needs a cluster or database only the owner starts)'),
+  })
+  .strict();
+export type QueueEntry = z.infer<typeof QueueEntrySchema>;
+
+const FixtureResultSchema = z
+  .object({
+    lab: z.string(),
+    program: z.string(),
+    expected: z.string(),
+    got: z.string(),
+    ok: z.boolean(),
+    seconds: z.number(),
+    aimed: z.object({ faults: z.number(), atPoint: z.number() }).strict(),
+  })
+  .strict();
+
+const RequestSchemas = {
+  '/register': z.object({ entries: z.array(QueueEntrySchema).max(10_000) }).strict(),
+  '/claim': z.object({ shard: z.number().int().min(1).max(64) }).strict(),
+  '/result': z.object({ key: z.string().min(1).max(300), result: FixtureResultSchema }).strict(),
+  '/results': z.object({}).strict(),
+};
+type Route = keyof typeof RequestSchemas;
+
+/** The key of a fixture in the queue: unique within a run (a database lab's program graded on the server carries its suffix). */
+export const fixtureKey = (fixture: { lab: string; program: string }) => `${fixture.lab} ${fixture.program}`;
+
+/** The next entry a shard may take: the first untaken one it owns or that is not pinned. */
+export function nextClaim(entries: readonly QueueEntry[], taken: ReadonlySet<string>, shard: number): QueueEntry | undefined {
+  return entries.find((entry) => !taken.has(entry.key) && (entry.owner === shard || !entry.pinned));
+}
+
+const sameEntries = (a: readonly QueueEntry[], b: readonly QueueEntry[]) => a.length === b.length && a.every((entry, i) => entry.key === b[i]!.key && entry.owner === b[i]!.owner && entry.pinned === b[i]!.pinned);
+
+/** The queue's state and its four requests, apart from HTTP. */
+class MatrixQueueState {
+  private entries: QueueEntry[] | null = null;
+  private readonly taken = new Set<string>();
+  private readonly results = new Map<string, FixtureResult>();
+
+  handle(route: Route, body: unknown): { status: number; json: unknown } {
+    switch (route) {
+      case '/register': {
+        const { entries } = RequestSchemas['/register'].parse(body);
+        // Every shard computes the list from the labs the global setup fixed: a difference is a bug.
+        if (this.entries && !sameEntries(this.entries, entries)) return { status: 409, json: { error: 'the shards listed different fixtures' } };
+        this.entries ??= entries;
+        return { status: 200, json: {} };
+      }
+      case '/claim': {
+        const { shard } = RequestSchemas['/claim'].parse(body);
+        if (!this.entries) return { status: 409, json: { error: 'no shard has registered the fixtures yet' } };
+        const entry = nextClaim(this.entries, this.taken, shard);
+        if (entry) this.taken.add(entry.key);
+        return { status: 200, json: { key: entry?.key ?? null } };
+      }
+      case '/result': {
+        const { key, result } = RequestSchemas['/result'].parse(body);
+        this.results.set(key, result);
+        return { status: 200, json: {} };
+      }
+      case '/results':
+        return { status: 200, json: { results: Object.fromEntries(this.results) } };
+    }
+  }
+}
+
+/** Serves a new queue on 127.0.0.1 (POST /register, /claim, /result, /results, JSON bodies). */
+export async function serveMatrixQueue(): Promise<{ url: string; close(): Promise<void> }> {
+  const state = new MatrixQueueState();
+  const server = http.createServer((req, res) => {
+    const route = req.url as Route;
+    if (req.method !== 'POST' || !(route in RequestSchemas)) {
+      res.writeHead(404).end();
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > 8 * 1024 * 1024) req.destroy();
+      else chunks.push(chunk);
+    });
+    req.on('end', () => {
+      let reply: { status: number; json: unknown };
+      try {
+        reply = state.handle(route, JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}'));
+      } catch (err) {
+        reply = { status: 400, json: { error: (err as Error).message.slice(0, 500) } };
+      }
+      res.writeHead(reply.status, { 'content-type': 'application/json' }).end(JSON.stringify(reply.json));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return { url: `http://127.0.0.1:${port}`, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}
+
+/** A shard's side of the queue. */
+export class MatrixQueueClient {
+  constructor(
+    private readonly url: string,
+    private readonly shard: number,
+  ) {}
+
+  private async post<T>(route: Route, body: unknown): Promise<T> {
+    const res = await fetch(`${this.url}${route}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const json = (await res.json()) as T & { error?: string };
+    if (!res.ok) throw new Error(`the lab matrix's queue refused ${route}: ${json.error ?? res.status}`);
+    return json;
+  }
+
+  register(entries: QueueEntry[]): Promise<unknown> {
+    return this.post('/register', { entries });
+  }
+
+  /** The key of the next fixture this shard grades, or undefined when none is left for it. */
+  async claim(): Promise<string | undefined> {
+    const { key } = await this.post<{ key: string | null }>('/claim', { shard: this.shard });
+    return key ?? undefined;
+  }
+
+  report(key: string, result: FixtureResult): Promise<unknown> {
+    return this.post('/result', { key, result });
+  }
+
+  /**
+   * The results of `keys` once every one of them has been graded (the other shard may still be
+   * grading one it took): polled, up to `timeoutMs`, then an error naming those still missing.
+   */
+  async collect(keys: readonly string[], timeoutMs: number): Promise<FixtureResult[]> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const { results } = await this.post<{ results: Record<string, FixtureResult> }>('/results', {});
+      const missing = keys.filter((key) => !(key in results));
+      if (missing.length === 0) return keys.map((key) => results[key]!);
+      if (Date.now() > deadline) throw new Error(`the lab matrix never received the results of: ${missing.join(', ')}`);
+      await sleep(1_000);
+    }
+  }
+}
