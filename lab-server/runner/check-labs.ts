@@ -162,7 +162,7 @@ export interface CheckOptions {
   releaseThreeNodes?: boolean;
   /**
    * Where the graders take their next fixture and hand its result: by default the fixtures given,
-   * in fixtureOrder. The lab matrix's shards share one (tests/support/matrix-queue.ts), so neither
+   * in fixtureRank's order. The lab matrix's shards share one (tests/support/matrix-queue.ts), so neither
    * idles while the other still has fixtures to grade.
    */
   queue?: FixtureQueue;
@@ -243,8 +243,8 @@ export async function runFixtures(
     const expected = fixture.expect === 'pass' ? 'pass' : `fail${fixture.check ? ` (${fixture.check})` : ''}`;
     const result = { lab: fixture.lab, program: fixture.program, expected, got, ok, seconds: (Date.now() - started) / 1000, aimed };
     results.push(result);
-    await options.queue?.done?.(result);
     log(`${ok ? '✓' : '✗'} ${fixture.lab.padEnd(20)} ${fixture.program.padEnd(34)} expected ${expected.padEnd(30)} got ${got}  (${result.seconds.toFixed(1)} s)`);
+    await options.queue?.done?.(result);
   };
   // Once the last of them is graded, a pool that started the 3-node cluster for them may stop it.
   let threeNodesUngraded = fixtures.filter((f) => f.threeNodes).length;
