@@ -242,14 +242,17 @@ export class ApiNamespace {
       call.key = parsed.data;
     }
 
-    const error = this.take('received', call);
+    const storeKey = call.key === null ? null : `${service}\u0000${call.key}`;
+    const stored = storeKey === null ? undefined : this.keys.get(storeKey);
+
+    // api-error refuses only a call that would apply something new, as api-timeout loses only the
+    // answer of one that did: a key already applied (or being applied) is a retry, and a program
+    // that gives up on its 5xx loses nothing, so the fault would show nothing of it.
+    const error = stored ? null : this.take('received', call);
     if (error) {
       call.outcome = 'injected-error';
       throw new HttpError(error.status, 'service_unavailable', 'The service\'s backend is unavailable (injected by the grader); nothing was applied. Retry with the same Idempotency-Key.', {}, { 'retry-after': '1' });
     }
-
-    const storeKey = call.key === null ? null : `${service}\u0000${call.key}`;
-    const stored = storeKey === null ? undefined : this.keys.get(storeKey);
     if (stored && stored.fingerprint !== fingerprint) {
       call.outcome = 'key-reused';
       throw new HttpError(422, 'idempotency_key_reused', `Idempotency-Key "${call.key}" was already used for a different request; a key names one operation.`);

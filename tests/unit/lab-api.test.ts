@@ -125,6 +125,18 @@ describe('API faults', () => {
     expect(ns.effects).toHaveLength(1);
   });
 
+  it('api-error passes a retry of a key already applied, and refuses the next call that would apply something new', async () => {
+    open();
+    expect((await post(payment('p1'), 'k1')).status).toBe(201);
+    const hit = ns.arm({ ...armFor('api-error', labApiSpec(), 1), calls: 1 });
+    // A retry whose effect exists: refusing it would cost a program that gives up on 5xx nothing.
+    const retry = await json(await post(payment('p1'), 'k1'));
+    expect(retry.replayed).toBe('true');
+    expect((await post(payment('p2'), 'k2')).status).toBe(503);
+    expect(await hit).toMatchObject({ kind: 'api-error', key: 'k2' });
+    expect(ns.effects.map((e) => e.key)).toEqual(['k1']);
+  });
+
   it('api-timeout applies the effect and holds the answer until the client gives up', async () => {
     open();
     ns.arm(armFor('api-timeout', labApiSpec(), 1));
