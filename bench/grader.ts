@@ -13,7 +13,8 @@
  * Wrong verdicts, and passes whose longest pause passed half keeps-up's bound, leave their
  * report in --failures-dir (.kafkaiq/bench-failures); with --keep-reports, right verdicts do too.
  * Prints figures; asserts nothing. With --parallel > 1 grades overlap (as in CI), so the times
- * include that contention; the header says so.
+ * include that contention; the header says so. The rows are graded in groups of --parallel rows,
+ * their seeds in turns, so the grades running at once are of several programs.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -88,6 +89,11 @@ for (const fixture of fixtures) {
     for (let seed = firstSeed; seed < firstSeed + count; seed++) jobs.push({ row, seed });
   }
 }
+// Rows in groups of --parallel, their seeds taken in turns: the grades running at once are of
+// several programs, as in CI's lab matrix, not the ten seeds of one (ten full plans of one
+// variant restart the shared broker ten times at once). A group's rows end together, and print.
+const groupOf = new Map(rows.map((row, i) => [row, Math.floor(i / parallel)]));
+jobs.sort((a, b) => groupOf.get(a.row)! - groupOf.get(b.row)! || a.seed - b.seed || rows.indexOf(a.row) - rows.indexOf(b.row));
 
 const started = Date.now();
 const machineCpu = machineCpuSeconds();
