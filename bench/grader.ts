@@ -92,8 +92,9 @@ for (const fixture of fixtures) {
 // Rows in groups of --parallel, their seeds taken in turns: the grades running at once are of
 // several programs, as in CI's lab matrix, not the ten seeds of one (ten full plans of one
 // variant restart the shared broker ten times at once). A group's rows end together, and print.
-const groupOf = new Map(rows.map((row, i) => [row, Math.floor(i / parallel)]));
-jobs.sort((a, b) => groupOf.get(a.row)! - groupOf.get(b.row)! || a.seed - b.seed || rows.indexOf(a.row) - rows.indexOf(b.row));
+const rowIndex = new Map(rows.map((row, i) => [row, i]));
+const groupOf = (row: Row) => Math.floor(rowIndex.get(row)! / parallel);
+jobs.sort((a, b) => groupOf(a.row) - groupOf(b.row) || a.seed - b.seed || rowIndex.get(a.row)! - rowIndex.get(b.row)!);
 
 const started = Date.now();
 const machineCpu = machineCpuSeconds();

@@ -146,7 +146,7 @@ export async function labMatrix(shard: number, shards: number): Promise<void> {
             const key = await queue.claim();
             return key === undefined ? undefined : byKey.get(key);
           },
-          done: (result) => queue.report(fixtureKey(result), result).then(() => {}),
+          done: (result) => queue.report(fixtureKey(result), result),
         },
       });
       // Some of this shard's fixtures may still be on the other shard's graders.

@@ -13,6 +13,8 @@ import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import type { FixtureResult } from '../../lab-server/runner/check-labs.ts';
+import { readJsonBody, sendJson } from '../../lab-server/server/json-body.ts';
+import { describeError } from '../../src/shared/errors.ts';
 
 const QueueEntrySchema = z
   .object({
@@ -86,6 +88,9 @@ class MatrixQueueState {
   }
 }
 
+/** The largest request the queue reads: the fixture list, or one result with its evidence. */
+const MAX_BODY_BYTES = 8 * 1024 * 1024;
+
 /** Serves a new queue on 127.0.0.1 (POST /register, /claim, /result, /results, JSON bodies). */
 export async function serveMatrixQueue(): Promise<{ url: string; close(): Promise<void> }> {
   const state = new MatrixQueueState();
@@ -95,22 +100,19 @@ export async function serveMatrixQueue(): Promise<{ url: string; close(): Promis
       res.writeHead(404).end();
       return;
     }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > 8 * 1024 * 1024) req.destroy();
-      else chunks.push(chunk);
-    });
-    req.on('end', () => {
-      let reply: { status: number; json: unknown };
-      try {
-        reply = state.handle(route, JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}'));
-      } catch (err) {
-        reply = { status: 400, json: { error: (err as Error).message.slice(0, 500) } };
-      }
-      res.writeHead(reply.status, { 'content-type': 'application/json' }).end(JSON.stringify(reply.json));
-    });
+    readJsonBody(req, MAX_BODY_BYTES).then(
+      (body) => {
+        if (!body.ok) return sendJson(res, body.status, { error: body.status === 413 ? 'the request is too large' : 'the request is not JSON' });
+        let reply: { status: number; json: unknown };
+        try {
+          reply = state.handle(route, body.value);
+        } catch (err) {
+          reply = { status: 400, json: { error: describeError(err).slice(0, 500) } };
+        }
+        sendJson(res, reply.status, reply.json);
+      },
+      (err: unknown) => sendJson(res, 400, { error: describeError(err) }),
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as { port: number };
@@ -141,8 +143,8 @@ export class MatrixQueueClient {
     return key ?? undefined;
   }
 
-  report(key: string, result: FixtureResult): Promise<unknown> {
-    return this.post('/result', { key, result });
+  async report(key: string, result: FixtureResult): Promise<void> {
+    await this.post('/result', { key, result });
   }
 
   /**
