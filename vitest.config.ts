@@ -12,7 +12,7 @@ import { SERVER_V8_FLAGS } from './bin/runtime-pin.mjs';
  *    through connectCluster or a ClusterPool, or through a program it starts) fails instead of
  *    finding or starting a broker.
  *  - kafka: every other tests/ file, on real brokers started by tests/support/global-setup.ts.
- *    Files run side by side in lanes (KAFKAIQ_TEST_LANES, 3), one per worker, each lane on brokers
+ *    Files run side by side in lanes (KAFKAIQ_TEST_LANES, 4), one per worker, each lane on brokers
  *    of its own (tests/support/lane.ts): the lab matrix and the browser tests restart their broker on
  *    purpose, which must not land in another file's grade.
  */
@@ -54,7 +54,7 @@ export default defineConfig({
           testTimeout: 60_000,
           hookTimeout: 180_000,
           // A browser test polls a page until an island has read localStorage and drawn: at 100 %
-          // CPU with three lanes grading, a reload takes seconds, not vitest's default 1 s. The
+          // CPU with the lanes grading, a reload takes seconds, not vitest's default 1 s. The
           // polled values are unchanged; only how long a page may take to draw them.
           expect: { poll: { timeout: 15_000 } },
         },

@@ -17,8 +17,9 @@
  * real server, as a lab server given DATABASE_URL would. Both share one pool of graders, so the
  * real server's fixtures cost no run of their own. (Without the binaries CI fails with the fix.)
  *
- * A shard's graders (KAFKAIQ_CHECK_PARALLEL, 4) take turns over two single brokers, its lane's and
- * one of its own, so a full plan's broker restart holds up only the grades on its broker.
+ * A shard's graders (3 to 5 at once, as the queue admits them: MATRIX_CONCURRENCY) take turns over
+ * two single brokers, its lane's and one of its own, so a full plan's broker restart holds up only
+ * the grades on its broker.
  */
 import pg from 'pg';
 import { sandboxPolicy } from '../../lab-server/runner/program/sandbox/policy.ts';
@@ -29,12 +30,9 @@ import { ClusterPool, type ClusterSource } from '../../lab-server/broker/cluster
 import { DatabasePool } from '../../lab-server/db/pool.ts';
 import { loadLab } from '../../lab-server/labs/load-lab.ts';
 import { fixtureRank, labFixtures, runFixtures, type Fixture, type FixtureResult } from '../../lab-server/runner/check-labs.ts';
-import { fixtureKey, MatrixQueueClient, type QueueEntry } from './matrix-queue.ts';
+import { fixtureKey, MATRIX_CONCURRENCY, MatrixQueueClient, type QueueEntry } from './matrix-queue.ts';
 import { postgresBin, POSTGRES_MISSING, ThrowawayPostgres } from './postgres.ts';
 
-// KAFKAIQ_CHECK_PARALLEL: grades at once. A grade mostly waits (session timeouts, a stall's bound,
-// a broker's restart), so 2 cores carry several (bench: npm run bench:grader; README).
-const CHECK_PARALLEL = Number(process.env.KAFKAIQ_CHECK_PARALLEL) || 4;
 /** Suffix of a database lab's fixtures graded on the real server. */
 const ON_SERVER = ' (PostgreSQL server)';
 /** How long a shard's setup may take: its grading, then waiting for the results the other shard is grading. */
@@ -108,8 +106,8 @@ export async function labMatrix(shard: number, shards: number): Promise<void> {
     let watcher: pg.Client | null = null;
     let timer: NodeJS.Timeout | undefined;
     const seen = new Set<string>();
-    // One embedded database per grader of the pool (3): no fixture waits for another's to be free.
-    const embedded = new DatabasePool({ maxEmbedded: 3, log: (line) => console.log(`[database] ${line}`) });
+    // One embedded database per grader the shard always runs: at its floor, no fixture waits for another's to be free.
+    const embedded = new DatabasePool({ maxEmbedded: MATRIX_CONCURRENCY.floorPerShard, log: (line) => console.log(`[database] ${line}`) });
     pools.push(embedded);
     for (const fixture of mine) if (databaseLabs.includes(fixture.lab)) fixture.databases = embedded;
     if (bin && databaseLabs.length > 0) {
@@ -138,7 +136,8 @@ export async function labMatrix(shard: number, shards: number): Promise<void> {
     const byKey = new Map(everyFixture.map((f) => [fixtureKey(f), f]));
     try {
       await runFixtures(mine, [clusters, secondLane], {
-        parallel: CHECK_PARALLEL,
+        // As many graders as the shard may ever run; the queue holds back those the machine has no room for.
+        parallel: MATRIX_CONCURRENCY.ceilingPerShard,
         log,
         releaseThreeNodes: true,
         queue: {

@@ -6,13 +6,15 @@
 export const LANE_PORT_STRIDE = 30;
 
 /**
- * Lanes of the kafka tier unless KAFKAIQ_TEST_LANES says otherwise: the matrix's two shards (4
- * grades each) and one lane for every other file. Most of a grade is waiting (session timeouts,
- * restarts, a broker's restart), yet a fourth lane keeps 2 cores saturated for the whole run, and
- * then the browser tests' page loads and a 3-node cluster's request timeouts run out (figures in
- * docs/benchmarks/journal.md).
+ * Lanes of the kafka tier unless KAFKAIQ_TEST_LANES says otherwise: the matrix's two shards and two
+ * lanes for every other file. Most of a grade, and of most other files, is waiting (session
+ * timeouts, restarts, a browser's page loads), so one lane for the other files left the cores
+ * idle for much of the matrix's second half and the minutes after it. The matrix gives the other
+ * lanes room: its queue grows it past its floor only while the cores are not busy (matrix-queue.ts),
+ * as a fixed fourth lane beside a fixed 8 grades had saturated the cores until page loads and a
+ * 3-node cluster's requests timed out (docs/benchmarks/journal.md).
  */
-export const DEFAULT_TEST_LANES = 3;
+export const DEFAULT_TEST_LANES = 4;
 
 /** The lanes of this run: one when KAFKA_BROKERS names a cluster (every file on it, one at a time). */
 export function testLanes(env: NodeJS.ProcessEnv = process.env): number {

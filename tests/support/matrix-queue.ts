@@ -8,7 +8,13 @@
  *
  * A fixture is pinned to its owner when it needs what only the owner starts: the 3-node cluster of
  * a failover lab, or the databases (embedded and the throwaway PostgreSQL server) of a database lab.
+ *
+ * How many grades run at once follows the machine (admit): each shard always grades a few, and
+ * more only while the cores have room. A grade's CPU comes in bursts between long waits (session
+ * timeouts, a broker's restart), so a fixed number either leaves the cores idle while the
+ * slow full plans wait, or, set higher, overloads them while the other lanes' files need them.
  */
+import fs from 'node:fs';
 import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
@@ -53,6 +59,65 @@ export function nextClaim(entries: readonly QueueEntry[], taken: ReadonlySet<str
   return entries.find((entry) => !taken.has(entry.key) && (entry.owner === shard || !entry.pinned));
 }
 
+/** How many grades the matrix runs at once: a floor per shard, and a ceiling it grows to while the cores have room. */
+export const MATRIX_CONCURRENCY = {
+  /** Each shard grades at least this many at once, whatever the load. */
+  floorPerShard: 3,
+  /** And at most this many: its graders take turns over two brokers, and each broker restart holds up the grades on it. */
+  ceilingPerShard: 5,
+  /** Above its floor, a shard takes another fixture only while the machine was less busy than this... */
+  roomBelowBusyPercent: 85,
+  /** ...and at most one such fixture in this long (across shards), so the last one's load shows before the next. */
+  admissionGapMs: 5_000,
+} as const;
+
+/** Whether a shard may start another grade now. `busyPercent` is null where the machine's load cannot be read. */
+export function admit(load: { activeOfShard: number; busyPercent: number | null; msSinceLastExtra: number }, limits = MATRIX_CONCURRENCY): boolean {
+  if (load.activeOfShard < limits.floorPerShard) return true;
+  if (load.activeOfShard >= limits.ceilingPerShard || load.busyPercent === null) return false;
+  return load.busyPercent < limits.roomBelowBusyPercent && load.msSinceLastExtra >= limits.admissionGapMs;
+}
+
+/**
+ * The whole machine's busy share over the last `windowSeconds`, from /proc/stat sampled each second
+ * (null off Linux, or before two samples).
+ */
+export class MachineLoad {
+  private readonly samples: Array<{ total: number; idle: number }> = [];
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(private readonly windowSeconds = 10) {
+    this.sample();
+    this.timer = setInterval(() => this.sample(), 1_000);
+    this.timer.unref();
+  }
+
+  private sample(): void {
+    let line: string;
+    try {
+      line = fs.readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!;
+    } catch {
+      return; // no /proc (not Linux): busyPercent stays null and the matrix keeps to its floor
+    }
+    const ticks = line.trim().split(/\s+/).slice(1).map(Number);
+    // user nice system idle iowait irq softirq steal: idle and iowait are the idle ones.
+    this.samples.push({ total: ticks.slice(0, 8).reduce((a, b) => a + b, 0), idle: ticks[3]! + ticks[4]! });
+    if (this.samples.length > this.windowSeconds + 1) this.samples.shift();
+  }
+
+  busyPercent(): number | null {
+    if (this.samples.length < 2) return null;
+    const first = this.samples[0]!;
+    const last = this.samples[this.samples.length - 1]!;
+    const total = last.total - first.total;
+    return total > 0 ? 100 * (1 - (last.idle - first.idle) / total) : null;
+  }
+
+  close(): void {
+    clearInterval(this.timer);
+  }
+}
+
 const sameEntries = (a: readonly QueueEntry[], b: readonly QueueEntry[]) => a.length === b.length && a.every((entry, i) => entry.key === b[i]!.key && entry.owner === b[i]!.owner && entry.pinned === b[i]!.pinned);
 
 /** The queue's state and its four requests, apart from HTTP. */
@@ -60,6 +125,11 @@ class MatrixQueueState {
   private entries: QueueEntry[] | null = null;
   private readonly taken = new Set<string>();
   private readonly results = new Map<string, FixtureResult>();
+  /** Each fixture being graded, and the shard grading it. */
+  private readonly active = new Map<string, number>();
+  private lastExtra = 0;
+
+  constructor(private readonly busyPercent: () => number | null) {}
 
   handle(route: Route, body: unknown): { status: number; json: unknown } {
     switch (route) {
@@ -74,12 +144,18 @@ class MatrixQueueState {
         const { shard } = RequestSchemas['/claim'].parse(body);
         if (!this.entries) return { status: 409, json: { error: 'no shard has registered the fixtures yet' } };
         const entry = nextClaim(this.entries, this.taken, shard);
-        if (entry) this.taken.add(entry.key);
-        return { status: 200, json: { key: entry?.key ?? null } };
+        if (!entry) return { status: 200, json: { key: null } };
+        const activeOfShard = [...this.active.values()].filter((s) => s === shard).length;
+        if (!admit({ activeOfShard, busyPercent: this.busyPercent(), msSinceLastExtra: Date.now() - this.lastExtra })) return { status: 200, json: { key: null, wait: true } };
+        if (activeOfShard >= MATRIX_CONCURRENCY.floorPerShard) this.lastExtra = Date.now();
+        this.taken.add(entry.key);
+        this.active.set(entry.key, shard);
+        return { status: 200, json: { key: entry.key } };
       }
       case '/result': {
         const { key, result } = RequestSchemas['/result'].parse(body);
         this.results.set(key, result);
+        this.active.delete(key);
         return { status: 200, json: {} };
       }
       case '/results':
@@ -91,9 +167,10 @@ class MatrixQueueState {
 /** The largest request the queue reads: the fixture list, or one result with its evidence. */
 const MAX_BODY_BYTES = 8 * 1024 * 1024;
 
-/** Serves a new queue on 127.0.0.1 (POST /register, /claim, /result, /results, JSON bodies). */
-export async function serveMatrixQueue(): Promise<{ url: string; close(): Promise<void> }> {
-  const state = new MatrixQueueState();
+/** Serves a new queue on 127.0.0.1 (POST /register, /claim, /result, /results, JSON bodies); `busyPercent` stands in for the machine's load in tests. */
+export async function serveMatrixQueue(options: { busyPercent?: () => number | null } = {}): Promise<{ url: string; close(): Promise<void> }> {
+  const machine = options.busyPercent ? null : new MachineLoad();
+  const state = new MatrixQueueState(options.busyPercent ?? (() => machine!.busyPercent()));
   const server = http.createServer((req, res) => {
     const route = req.url as Route;
     if (req.method !== 'POST' || !(route in RequestSchemas)) {
@@ -116,7 +193,13 @@ export async function serveMatrixQueue(): Promise<{ url: string; close(): Promis
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as { port: number };
-  return { url: `http://127.0.0.1:${port}`, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => {
+      machine?.close();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
 }
 
 /** A shard's side of the queue. */
@@ -137,10 +220,16 @@ export class MatrixQueueClient {
     return this.post('/register', { entries });
   }
 
-  /** The key of the next fixture this shard grades, or undefined when none is left for it. */
+  /**
+   * The key of the next fixture this shard grades, or undefined when none is left for it; while
+   * the queue says the machine has no room for another grade, asked again each second.
+   */
   async claim(): Promise<string | undefined> {
-    const { key } = await this.post<{ key: string | null }>('/claim', { shard: this.shard });
-    return key ?? undefined;
+    for (;;) {
+      const { key, wait } = await this.post<{ key: string | null; wait?: boolean }>('/claim', { shard: this.shard });
+      if (!wait) return key ?? undefined;
+      await sleep(1_000);
+    }
   }
 
   async report(key: string, result: FixtureResult): Promise<void> {

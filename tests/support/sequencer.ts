@@ -3,13 +3,23 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 /**
  * The kafka tier's files run in lanes side by side, and the run lasts as long as its slowest lane.
  * Vitest's own order (a file's last duration, else its size) knows no durations on a clean clone,
- * so it would start the longest files last, as they are small on disk: they go first here, in
- * this order, then vitest's. The lab matrix's shards are the longest by far. The scaffold check
- * (a new lab checked in both plans) is next: it mostly waits on its grades' faults, so it costs
- * little beside the matrix, while started last it would run alone for minutes with the machine's
- * cores mostly idle.
+ * so it would start the longest files last, as they are small on disk, and one of them would then
+ * run alone at the end with the cores mostly idle. The files below go first, in this order, then
+ * vitest's: the lab matrix's shards, the longest by far, then every other file that took a minute
+ * or more in CI (its file times at 8292070: the browser's accessibility pass 147 s, the scaffold
+ * check 131 s, wire-fault steering 130 s, the sandbox attacks 104 s, the 3-node cluster 90 s, the
+ * workbench 86 s, quiet programs 74 s). A file missing here is only started later, never skipped.
  */
-const LONGEST = [/[\\/]tests[\\/]labs-\d+\.test\.ts$/, /[\\/]tests[\\/]scaffold-transform\.test\.ts$/];
+const LONGEST = [
+  /[\\/]tests[\\/]labs-\d+\.test\.ts$/,
+  /[\\/]tests[\\/]e2e[\\/]accessibility\.test\.ts$/,
+  /[\\/]tests[\\/]scaffold-transform\.test\.ts$/,
+  /[\\/]tests[\\/]security[\\/]wire-fault-steering\.test\.ts$/,
+  /[\\/]tests[\\/]security[\\/]sandbox-attacks\.test\.ts$/,
+  /[\\/]tests[\\/]three-node\.test\.ts$/,
+  /[\\/]tests[\\/]e2e[\\/]workbench\.test\.ts$/,
+  /[\\/]tests[\\/]quiet-programs\.test\.ts$/,
+];
 
 export default class LongestFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MatrixQueueClient, nextClaim, serveMatrixQueue, type QueueEntry } from '../support/matrix-queue.ts';
+import { admit, MachineLoad, MATRIX_CONCURRENCY, MatrixQueueClient, nextClaim, serveMatrixQueue, type QueueEntry } from '../support/matrix-queue.ts';
 
 const entries: QueueEntry[] = [
   { key: 'failover solution', owner: 1, pinned: true },
@@ -63,5 +63,57 @@ describe('the lab matrix queue', () => {
       expect(notJson.status).toBe(400);
       expect(await new MatrixQueueClient(served.url, 2).claim()).toBeUndefined();
     });
+  });
+
+  it('runs each shard at its floor whatever the load, and above it only while the machine has room, one extra grade at a time', () => {
+    const { floorPerShard: floor, ceilingPerShard: ceiling, admissionGapMs: gap } = MATRIX_CONCURRENCY;
+    expect(admit({ activeOfShard: floor - 1, busyPercent: 100, msSinceLastExtra: 0 })).toBe(true);
+    expect(admit({ activeOfShard: floor, busyPercent: 100, msSinceLastExtra: gap })).toBe(false);
+    expect(admit({ activeOfShard: floor, busyPercent: 50, msSinceLastExtra: gap })).toBe(true);
+    expect(admit({ activeOfShard: floor, busyPercent: 50, msSinceLastExtra: gap - 1 })).toBe(false);
+    expect(admit({ activeOfShard: ceiling, busyPercent: 0, msSinceLastExtra: gap })).toBe(false);
+    // Where the load cannot be read, the floor only.
+    expect(admit({ activeOfShard: floor, busyPercent: null, msSinceLastExtra: gap })).toBe(false);
+  });
+
+  it('reads the machine as busy while a core spins', async () => {
+    const load = new MachineLoad(2);
+    try {
+      const until = Date.now() + 2_500;
+      while (Date.now() < until) {
+        // spin: one core of this process busy
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const busy = load.busyPercent();
+      expect(busy).not.toBeNull();
+      // One spinning core of however many: at least its share, less whatever idled while sampling.
+      expect(busy!).toBeGreaterThan(100 / (await import('node:os')).availableParallelism() / 2);
+    } finally {
+      load.close();
+    }
+  });
+
+  it('tells a shard over its floor to wait while the machine is busy, and admits it once there is room', async () => {
+    let busy = 95;
+    const served = await serveMatrixQueue({ busyPercent: () => busy });
+    try {
+      const many: QueueEntry[] = Array.from({ length: 8 }, (_, i) => ({ key: `copy broken/${i}`, owner: 1, pinned: false }));
+      const one = new MatrixQueueClient(served.url, 1);
+      await one.register(many);
+      const claimRaw = async () => (await (await fetch(`${served.url}/claim`, { method: 'POST', body: JSON.stringify({ shard: 1 }) })).json()) as { key: string | null; wait?: boolean };
+      for (let i = 0; i < MATRIX_CONCURRENCY.floorPerShard; i++) expect((await claimRaw()).key).toBe(`copy broken/${i}`);
+      expect(await claimRaw()).toEqual({ key: null, wait: true });
+      // Another shard's floor is its own.
+      expect((await new MatrixQueueClient(served.url, 2).claim())).toBe(`copy broken/${MATRIX_CONCURRENCY.floorPerShard}`);
+      // A result frees a place under the floor.
+      await one.report('copy broken/0', result('copy', 'broken/0'));
+      expect((await claimRaw()).key).toBe(`copy broken/${MATRIX_CONCURRENCY.floorPerShard + 1}`);
+      // Room on the machine: one more above the floor, then the gap before the next.
+      busy = 40;
+      expect((await claimRaw()).key).toBe(`copy broken/${MATRIX_CONCURRENCY.floorPerShard + 2}`);
+      expect(await claimRaw()).toEqual({ key: null, wait: true });
+    } finally {
+      await served.close();
+    }
   });
 });
