@@ -5,10 +5,10 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  * Vitest's own order (a file's last duration, else its size) knows no durations on a clean clone,
  * so it would start the longest files last, as they are small on disk, and one of them would then
  * run alone at the end with the cores mostly idle. The files below go first, in this order, then
- * vitest's: the lab matrix's shards, the longest by far, then every other file that took a minute
- * or more in CI (its file times at 8292070: the browser's accessibility pass 147 s, the scaffold
- * check 131 s, wire-fault steering 130 s, the sandbox attacks 104 s, the 3-node cluster 90 s, the
- * workbench 86 s, quiet programs 74 s). A file missing here is only started later, never skipped.
+ * vitest's: the lab matrix's shards, the longest by far, then every other file that takes a minute
+ * or more in CI, longest first (their times: docs/benchmarks/journal.md). Started first, a long file
+ * runs beside others; started last, it would run alone while the cores idle. A file missing here
+ * is only started later, never skipped.
  */
 const LONGEST = [
   /[\\/]tests[\\/]labs-\d+\.test\.ts$/,
