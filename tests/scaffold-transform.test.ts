@@ -12,9 +12,10 @@ import { loadLab } from '../lab-server/labs/load-lab.ts';
 import { scaffoldLab } from '../lab-server/labs/scaffold.ts';
 import { fixturePlan, labFixtures, runFixtures } from '../lab-server/runner/check-labs.ts';
 import { useGradingCluster } from './support/kafka.ts';
+import { probeLabId } from './support/labs.ts';
 
 const cluster = useGradingCluster();
-const id = `zz-key-tagger-${process.pid}`;
+const id = probeLabId('key-tagger');
 let dir: string | null = null;
 
 afterAll(() => {

@@ -10,7 +10,8 @@ import { kafkajs } from '../../lab-server/kafka/client.ts';
 import { attemptAcls } from '../../lab-server/kafka/attempt-acls.ts';
 import { GRADER_PREFIX, graderPrefix, learnerNames, randomNamespace } from '../../lab-server/kafka/attempt-names.ts';
 import { GroupEvictor, MAX_PAIRS } from '../../lab-server/kafka/group-evictor.ts';
-import { listLabIds, loadLab } from '../../lab-server/labs/load-lab.ts';
+import { loadLab } from '../../lab-server/labs/load-lab.ts';
+import { repositoryLabIds } from '../support/labs.ts';
 
 const { AclResourceTypes, AclOperationTypes, ResourcePatternTypes } = kafkajs;
 
@@ -61,7 +62,7 @@ describe('learner names', () => {
   });
 
   it('are few, inside the namespace and never a grader name, for every lab', async () => {
-    for (const id of listLabIds()) {
+    for (const id of repositoryLabIds()) {
       const lab = (await loadLab(id)).definition;
       const names = learnerNames(lab, ['kiq-x', 'kiq-x-base', 'kiq-x-speed'], 6);
       const all = [...names.topics, ...names.groups, ...names.transactionalIds];

@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { labCoverageProblems, loadLabFacts } from '../../lab-server/labs/coverage.ts';
-import { listLabIds, loadLab } from '../../lab-server/labs/load-lab.ts';
+import { loadLab } from '../../lab-server/labs/load-lab.ts';
 import { scaffoldLab } from '../../lab-server/labs/scaffold.ts';
 import { mergeWatchTargets, watchTargetOf } from '../../lab-server/labs/watch-lab.ts';
 import { judgeFixture, type Fixture } from '../../lab-server/runner/check-labs.ts';
@@ -15,6 +15,7 @@ import { labDefinitionSchema, pipelineLabSchema, type LabDefinitionInput } from 
 import { checkCoverageRows, coverageProblems, declaredFixtures, parseExpectFail } from '../../src/shared/lab-coverage.ts';
 import { describeFault, formatLabFacts, injectedClientSettings, labFacts } from '../../src/shared/lab-facts.ts';
 import type { CheckName, GradeReport } from '../../src/shared/report.ts';
+import { probeLabId, repositoryLabIds } from '../support/labs.ts';
 
 const baseLab: LabDefinitionInput = {
   title: 'Test lab',
@@ -90,7 +91,7 @@ describe('the coverage rule', () => {
   });
 
   it('holds for a lab scaffolded by kafkaiq new, before its author changes anything', async () => {
-    const id = `zz-coverage-probe-${process.pid}`;
+    const id = probeLabId('coverage-probe');
     const dir = scaffoldLab(id);
     try {
       expect(await labCoverageProblems([id])).toEqual([]);
@@ -100,7 +101,7 @@ describe('the coverage rule', () => {
   });
 
   it('holds for every lab in labs/ (CI: a lab cannot land with a check nothing proves able to fail)', async () => {
-    expect(await labCoverageProblems(listLabIds())).toEqual([]);
+    expect(await labCoverageProblems(repositoryLabIds())).toEqual([]);
   });
 });
 

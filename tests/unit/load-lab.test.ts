@@ -4,7 +4,8 @@
  */
 import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { listLabIds, loadLab } from '../../lab-server/labs/load-lab.ts';
+import { loadLab } from '../../lab-server/labs/load-lab.ts';
+import { repositoryLabIds } from '../support/labs.ts';
 
 describe('lab definitions', () => {
   it('rejects an unknown lab with the list of known ones', async () => {
@@ -13,7 +14,7 @@ describe('lab definitions', () => {
   });
 
   it('loads every lab in labs/ with its fixtures', async () => {
-    const ids = listLabIds();
+    const ids = repositoryLabIds();
     expect(ids).toEqual(expect.arrayContaining(['copy', 'single-stage']));
     for (const id of ids) {
       const lab = await loadLab(id);

@@ -6,10 +6,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { listLabIds, loadBrokenVariants, loadLab } from '../../lab-server/labs/load-lab.ts';
+import { loadBrokenVariants, loadLab } from '../../lab-server/labs/load-lab.ts';
 import { applyMistake, describeVariant, parseMistake } from '../../src/shared/mistake.ts';
 import { labFixtures } from '../../lab-server/runner/check-labs.ts';
 import { typeCheckPrograms } from '../support/type-check.ts';
+import { repositoryLabIds } from '../support/labs.ts';
 
 const SOLUTION = ['// the solution', "import x from 'y';", '', 'const a = 1;', 'const b = 2;', 'send(a);', 'commit(b);', 'const a2 = 1;', 'const b2 = 2;', ''].join('\n');
 
@@ -78,7 +79,7 @@ describe('a variant only the full plan catches', () => {
     const text = ['// expect-fail: no-loss', '// Drops the batch.', '// full-plan: only the full plan restarts the broker.', '--- solution.ts', '+++ b', '@@', '-a', '+b', ''].join('\n');
     expect(describeVariant(text)).toMatchObject({ about: 'Drops the batch.', fullPlan: 'only the full plan restarts the broker.' });
     expect(describeVariant(mistake('@@', '-send(a);', '+send(b);')).fullPlan).toBeNull();
-    const plans = new Map((await labFixtures(listLabIds())).filter((f) => f.program.startsWith('broken/')).map((f) => [`${f.lab}/${f.program}`, f.failPlan]));
+    const plans = new Map((await labFixtures(repositoryLabIds())).filter((f) => f.program.startsWith('broken/')).map((f) => [`${f.lab}/${f.program}`, f.failPlan]));
     expect(plans.get('multi-stage/broken/enrich-offsets-after-commit')).toBe('full');
     expect(plans.get('copy/broken/read-uncommitted')).toBe('quick');
   });
@@ -87,7 +88,7 @@ describe('a variant only the full plan catches', () => {
 describe("every lab's mistakes", () => {
   it('materialise, and each program as graded type-checks', async () => {
     const programs = new Map<string, string>();
-    for (const id of listLabIds()) {
+    for (const id of repositoryLabIds()) {
       const lab = await loadLab(id);
       for (const variant of lab.broken) if (variant.base) programs.set(`${id}--${variant.name}.ts`, variant.source);
     }
