@@ -15,10 +15,12 @@
  * slow full plans wait, or, set higher, overloads them while the other lanes' files need them.
  */
 import fs from 'node:fs';
+import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import type { FixtureResult } from '../../lab-server/runner/check-labs.ts';
+import { retry } from '../../lab-server/core/retry.ts';
 import { readJsonBody, sendJson } from '../../lab-server/server/json-body.ts';
 import { describeError } from '../../src/shared/errors.ts';
 
@@ -45,7 +47,12 @@ const FixtureResultSchema = z
 
 const RequestSchemas = {
   '/register': z.object({ entries: z.array(QueueEntrySchema).max(10_000) }).strict(),
-  '/claim': z.object({ shard: z.number().int().min(1).max(64) }).strict(),
+  '/claim': z
+    .object({
+      shard: z.number().int().min(1).max(64),
+      claimId: z.string().uuid().describe('The same for every try of one claim: a try whose answer was lost gets the same fixture again, never a second one'),
+    })
+    .strict(),
   '/result': z.object({ key: z.string().min(1).max(300), result: FixtureResultSchema }).strict(),
   '/results': z.object({}).strict(),
 };
@@ -128,6 +135,8 @@ class MatrixQueueState {
   /** Each fixture being graded, and the shard grading it. */
   private readonly active = new Map<string, number>();
   private lastExtra = 0;
+  /** The fixture each claim was given, by its claimId. */
+  private readonly granted = new Map<string, string>();
 
   constructor(private readonly busyPercent: () => number | null) {}
 
@@ -141,8 +150,10 @@ class MatrixQueueState {
         return { status: 200, json: {} };
       }
       case '/claim': {
-        const { shard } = RequestSchemas['/claim'].parse(body);
+        const { shard, claimId } = RequestSchemas['/claim'].parse(body);
         if (!this.entries) return { status: 409, json: { error: 'no shard has registered the fixtures yet' } };
+        const again = this.granted.get(claimId);
+        if (again !== undefined) return { status: 200, json: { key: again } };
         const entry = nextClaim(this.entries, this.taken, shard);
         if (!entry) return { status: 200, json: { key: null } };
         const activeOfShard = [...this.active.values()].filter((s) => s === shard).length;
@@ -150,6 +161,7 @@ class MatrixQueueState {
         if (activeOfShard >= MATRIX_CONCURRENCY.floorPerShard) this.lastExtra = Date.now();
         this.taken.add(entry.key);
         this.active.set(entry.key, shard);
+        this.granted.set(claimId, entry.key);
         return { status: 200, json: { key: entry.key } };
       }
       case '/result': {
@@ -172,6 +184,10 @@ export async function serveMatrixQueue(options: { busyPercent?: () => number | n
   const machine = options.busyPercent ? null : new MachineLoad();
   const state = new MatrixQueueState(options.busyPercent ?? (() => machine!.busyPercent()));
   const server = http.createServer((req, res) => {
+    // One request per connection: a client reusing an idle keep-alive connection just as the
+    // server closes it gets ECONNRESET (undici and Node's server time idle sockets out separately),
+    // and under a CI's load the two timers drift apart.
+    res.shouldKeepAlive = false;
     const route = req.url as Route;
     if (req.method !== 'POST' || !(route in RequestSchemas)) {
       res.writeHead(404).end();
@@ -209,8 +225,17 @@ export class MatrixQueueClient {
     private readonly shard: number,
   ) {}
 
+  /**
+   * A request, tried again when the connection fails (every request is safe to repeat: a claim by
+   * its claimId), never when the queue answered with an error.
+   */
   private async post<T>(route: Route, body: unknown): Promise<T> {
-    const res = await fetch(`${this.url}${route}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await retry(() => fetch(`${this.url}${route}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }), {
+      retries: 5,
+      minDelayMs: 200,
+      // fetch rejects with a TypeError only when no answer came (refused, reset, closed).
+      shouldRetry: (err) => err instanceof TypeError,
+    });
     const json = (await res.json()) as T & { error?: string };
     if (!res.ok) throw new Error(`the lab matrix's queue refused ${route}: ${json.error ?? res.status}`);
     return json;
@@ -226,7 +251,7 @@ export class MatrixQueueClient {
    */
   async claim(): Promise<string | undefined> {
     for (;;) {
-      const { key, wait } = await this.post<{ key: string | null; wait?: boolean }>('/claim', { shard: this.shard });
+      const { key, wait } = await this.post<{ key: string | null; wait?: boolean }>('/claim', { shard: this.shard, claimId: randomUUID() });
       if (!wait) return key ?? undefined;
       await sleep(1_000);
     }

@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admit, MachineLoad, MATRIX_CONCURRENCY, MatrixQueueClient, nextClaim, serveMatrixQueue, type QueueEntry } from '../support/matrix-queue.ts';
 
@@ -100,8 +102,12 @@ describe('the lab matrix queue', () => {
       const many: QueueEntry[] = Array.from({ length: 8 }, (_, i) => ({ key: `copy broken/${i}`, owner: 1, pinned: false }));
       const one = new MatrixQueueClient(served.url, 1);
       await one.register(many);
-      const claimRaw = async () => (await (await fetch(`${served.url}/claim`, { method: 'POST', body: JSON.stringify({ shard: 1 }) })).json()) as { key: string | null; wait?: boolean };
-      for (let i = 0; i < MATRIX_CONCURRENCY.floorPerShard; i++) expect((await claimRaw()).key).toBe(`copy broken/${i}`);
+      const claimRaw = async (claimId: string = randomUUID()) => (await (await fetch(`${served.url}/claim`, { method: 'POST', body: JSON.stringify({ shard: 1, claimId }) })).json()) as { key: string | null; wait?: boolean };
+      const first = randomUUID();
+      expect((await claimRaw(first)).key).toBe('copy broken/0');
+      // The same claim tried again (its answer lost on the way): the same fixture, not another.
+      expect((await claimRaw(first)).key).toBe('copy broken/0');
+      for (let i = 1; i < MATRIX_CONCURRENCY.floorPerShard; i++) expect((await claimRaw()).key).toBe(`copy broken/${i}`);
       expect(await claimRaw()).toEqual({ key: null, wait: true });
       // Another shard's floor is its own.
       expect((await new MatrixQueueClient(served.url, 2).claim())).toBe(`copy broken/${MATRIX_CONCURRENCY.floorPerShard}`);
@@ -113,6 +119,35 @@ describe('the lab matrix queue', () => {
       expect((await claimRaw()).key).toBe(`copy broken/${MATRIX_CONCURRENCY.floorPerShard + 2}`);
       expect(await claimRaw()).toEqual({ key: null, wait: true });
     } finally {
+      await served.close();
+    }
+  });
+
+  it('tries a request again when its connection is reset, and the shard gets its fixture once', async () => {
+    const served = await serveMatrixQueue({ busyPercent: () => 100 });
+    // In front of the queue: the first connection is reset as soon as it sends; the rest pass.
+    let resets = 0;
+    const front = net.createServer((inside) => {
+      if (resets++ === 0) {
+        inside.once('data', () => inside.resetAndDestroy());
+        return;
+      }
+      const outside = net.connect(Number(new URL(served.url).port), '127.0.0.1');
+      inside.pipe(outside).pipe(inside);
+      const end = () => (inside.destroy(), outside.destroy());
+      inside.on('error', end).on('close', end);
+      outside.on('error', end).on('close', end);
+    });
+    await new Promise<void>((resolve) => front.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(front.address() as net.AddressInfo).port}`;
+      const one = new MatrixQueueClient(url, 1);
+      await one.register(entries);
+      expect(resets).toBeGreaterThanOrEqual(2);
+      expect(await one.claim()).toBe('failover solution');
+      expect(await one.claim()).toBe('copy solution');
+    } finally {
+      front.close();
       await served.close();
     }
   });
