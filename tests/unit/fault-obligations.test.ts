@@ -122,7 +122,10 @@ describe('no fault fires past the time limit', () => {
   const slot = {} as Slot;
 
   it('throws FaultPastTimeLimit for a fault whose point was not reached before the limit', async () => {
-    const guarded = untilDeadline(driverAnswering(null), () => Date.now() - 1);
+    // A limit a second gone, read the same each time: `Date.now() - 1` read after the guard's own
+    // Date.now() could equal it when the millisecond ticks in between, and the fault would pass.
+    const limit = Date.now() - 1_000;
+    const guarded = untilDeadline(driverAnswering(null), () => limit);
     await expect(guarded.armAndWrite(ctx, slot, kill(), 'kill', [])).rejects.toBeInstanceOf(FaultPastTimeLimit);
     // Everything else is the driver's own.
     expect(guarded.kind).toBe('instrumented');
@@ -131,7 +134,8 @@ describe('no fault fires past the time limit', () => {
 
   it('lets a fault go through when its point was hit, or the limit is still ahead', async () => {
     const hit = { t: 'hit', point: 'after:commit', action: 'kill', txnOpen: false } as unknown as AimedHit;
-    await expect(untilDeadline(driverAnswering(hit), () => Date.now() - 1).armAndWrite(ctx, slot, kill(), 'kill', [])).resolves.toMatchObject({ event: hit });
+    const past = Date.now() - 1_000;
+    await expect(untilDeadline(driverAnswering(hit), () => past).armAndWrite(ctx, slot, kill(), 'kill', [])).resolves.toMatchObject({ event: hit });
     await expect(untilDeadline(driverAnswering(null), () => Date.now() + 60_000).armAndWrite(ctx, slot, kill(), 'kill', [])).resolves.toMatchObject({ event: null });
   });
 });
