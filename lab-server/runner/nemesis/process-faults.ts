@@ -198,16 +198,17 @@ export const pauseFault: FaultHandler = async (ctx, fault, wave) => {
 async function waitWhilePaused(ctx: NemesisContext, frozen: ProgramProcess): Promise<void> {
   const session = Math.min(ctx.lab.kafkajs.consumer.sessionTimeout ?? 30_000, 15_000);
   const started = Date.now();
-  // Nobody can take the partitions over before the session timeout: no need to look earlier.
-  await sleep(session);
-  // Then a wave of new input on every partition, the frozen one's included: its new owner must
-  // read there, and so registers that partition's transactional id and fences the zombie, even
-  // when the frozen batch's offsets were already committed (a program that commits them before
-  // its transaction would otherwise find nothing to read, fence nobody, and the zombie's commit
-  // would go through).
+  // A wave of new input on every partition as the instance freezes, the frozen one's included:
+  // its new owner must read there, and so registers that partition's transactional id and fences
+  // the zombie, even when the frozen batch's offsets were already committed (a program that
+  // commits them before its transaction would otherwise find nothing to read, fence nobody, and
+  // the zombie's commit would go through). Written now, not after the session timeout, it is read
+  // with the frozen batch when the partitions move: the freeze lasts no longer for it.
   const extra = ctx.input.nextWave();
   if (extra.length) await ctx.input.writeWave(extra);
   const target = ctx.input.committedWritten;
+  // Nobody can take the partitions over before the session timeout: no need to look earlier.
+  await sleep(Math.max(0, session - (Date.now() - started)));
   while (frozen.alive && Date.now() - started < session + 12_000 && ctx.input.processed < target) await sleep(100);
   if (ctx.input.processed < target) {
     ctx.log.system(`the other instances did not take over ${frozen.id}'s work within ${((Date.now() - started) / 1000).toFixed(1)} s (${ctx.input.processed}/${target} inputs committed)`);
