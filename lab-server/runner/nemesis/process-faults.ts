@@ -192,8 +192,8 @@ export const pauseFault: FaultHandler = async (ctx, fault, wave) => {
 /**
  * A 'pause' fault holds its instance frozen until the group has expired its session and the
  * other instances have committed every input written so far (the frozen batch included, so its
- * records have been redone elsewhere, and a wave written after the session expired). Bounded, for a program that never gets there: a single
- * instance, or a session timeout longer than the grader can wait.
+ * records have been redone elsewhere, and a wave written as it froze). Bounded, for a program that
+ * never gets there: a single instance, or a session timeout longer than the grader can wait.
  */
 async function waitWhilePaused(ctx: NemesisContext, frozen: ProgramProcess): Promise<void> {
   const session = Math.min(ctx.lab.kafkajs.consumer.sessionTimeout ?? 30_000, 15_000);
