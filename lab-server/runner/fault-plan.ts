@@ -47,6 +47,9 @@ export interface PlannedFault {
   unannounced?: true;
 }
 
+/** A fault armed again after it fell back or hit without effect: not its first injection. */
+export const owedAgain = (fault: PlannedFault): boolean => (fault.attempt ?? 1) > 1 || (fault.disturbed ?? 0) > 0;
+
 export interface PlanOptions {
   /** A lab written for one instance: joins go last (see planFaults). */
   joinsLast?: boolean;

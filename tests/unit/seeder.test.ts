@@ -6,6 +6,7 @@ import type { Kafka } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
 import { loadLab } from '../../lab-server/labs/load-lab.ts';
 import { InputWriter, planSeedTransactions, splitIntoWaves, type SeedTransaction } from '../../lab-server/runner/seeder.ts';
+import { LAST_WAVES, takeWave } from '../../lab-server/runner/pipeline/plan.ts';
 import { asPipeline } from '../support/labs.ts';
 
 describe('seeding', () => {
@@ -24,6 +25,25 @@ describe('seeding', () => {
     const waves = splitIntoWaves(txns, 5);
     expect(waves).toHaveLength(5);
     expect(waves.flat()).toEqual(txns);
+  });
+
+  it('hands a fault owed again its input thinly near the end, a committed transaction at a time', () => {
+    const txn = (n: number, commit: boolean): SeedTransaction => ({ records: [{ topic: 'in', partition: 0, key: `k${n}`, value: `v${n}`, index: n }], commit });
+    const plan = () => [[txn(1, true), txn(2, true)], [txn(3, false), txn(4, true)], [txn(5, true), txn(6, true)]];
+    // Far from the end, or on a first try: whole waves.
+    const waves = plan();
+    expect(takeWave(waves, true)).toEqual([txn(1, true), txn(2, true)]);
+    expect(waves).toHaveLength(LAST_WAVES);
+    expect(takeWave(plan().slice(1), false)).toHaveLength(2);
+    // Near the end, owed again: up to and including one committed transaction, the rest kept.
+    expect(takeWave(waves, true)).toEqual([txn(3, false), txn(4, true)]);
+    expect(takeWave(waves, true)).toEqual([txn(5, true)]);
+    expect(takeWave(waves, true)).toEqual([txn(6, true)]);
+    expect(takeWave(waves, true)).toEqual([]);
+    // Never leaves the rest of the input without a committed transaction.
+    const last = [[txn(7, true), txn(8, false)]];
+    expect(takeWave(last, true)).toEqual([txn(7, true), txn(8, false)]);
+    expect(last).toEqual([]);
   });
 });
 

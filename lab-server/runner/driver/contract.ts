@@ -36,8 +36,8 @@ export interface InputView {
   /** `processed` as of a poll that began after this call. */
   freshProcessed(): Promise<number>;
   writeWave(wave: SeedTransaction[]): Promise<void>;
-  /** The next wave of input (empty when used up). */
-  nextWave(): SeedTransaction[];
+  /** The next wave of input (empty when used up); thinner near the end for a fault owed again (plan.ts). */
+  nextWave(forOwedFault?: boolean): SeedTransaction[];
 }
 
 /** What a driver asks the cluster: broker truth, never the program's word. */

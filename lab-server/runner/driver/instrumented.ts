@@ -8,7 +8,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { CrashPoint, FaultKind, FaultRecord } from '../../../src/shared/report.ts';
 import type { ArmAction, ChildEvent } from '../program/child/protocol.ts';
-import type { PlannedFault } from '../fault-plan.ts';
+import { owedAgain, type PlannedFault } from '../fault-plan.ts';
 import type { ProgramProcess, ProgramSource } from '../program/program-instance.ts';
 import type { SeedTransaction } from '../seeder.ts';
 import type { Slot } from '../program/supervisor.ts';
@@ -77,7 +77,7 @@ export class InstrumentedDriver implements ProgramDriver {
     // error keeps it too: only a Produce on its way can be refused (wire-points.ts).
     const samePoint = (fault.attempt ?? 1) > 1 || action === 'error';
     if (!event && (samePoint || fault.crashPoint !== fallbackPoint || fault.topic || fault.path) && instance.alive) {
-      const spare = ctx.input.nextWave();
+      const spare = ctx.input.nextWave(owedAgain(fault));
       if (spare.length) {
         const fallback = samePoint ? armAt(ctx, instance, fault.crashPoint, action, 1, aim, arm) : armAt(ctx, instance, fallbackPoint, action, 1, {}, arm);
         await ctx.input.writeWave(spare);

@@ -1,7 +1,7 @@
 /** Faults of the program's processes: kill, stop, zombie, pause, join, send-error. */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ArmAction, ChildEvent } from '../program/child/protocol.ts';
-import type { PlannedFault } from '../fault-plan.ts';
+import { owedAgain, type PlannedFault } from '../fault-plan.ts';
 import type { SeedTransaction } from '../seeder.ts';
 import type { ProgramProcess } from '../program/program-instance.ts';
 import type { Slot } from '../program/supervisor.ts';
@@ -103,7 +103,7 @@ export const zombieFault: FaultHandler = async (ctx, fault, wave) => {
   if (leaves) await ctx.program.removeFromGroups(instance);
   const replacement = ctx.program.startSlot(slot.slot).current;
   // New input, so the replacement has work of its own while the zombie is frozen mid-transaction.
-  await ctx.input.writeWave(ctx.input.nextWave());
+  await ctx.input.writeWave(ctx.input.nextWave(owedAgain(fault)));
   // Resume the zombie once the replacement has redone work: its first commit, or (for a
   // program without transactions) its first sends plus a moment.
   // When the zombie was frozen in one stage (an aimed crash point), wait for the replacement's
@@ -178,7 +178,7 @@ export const pauseFault: FaultHandler = async (ctx, fault, wave) => {
   instance.pause();
   ctx.log.emitState();
   ctx.record.fault(fault, instance.id, event, event ? null : slot.txnOpen, 'paused (SIGSTOP) past its session timeout, no replacement: the group hands its partitions to the other instances');
-  await waitWhilePaused(ctx, instance);
+  await waitWhilePaused(ctx, instance, owedAgain(fault));
   ctx.log.system(`${instance.id} resumes (SIGCONT) and carries on where it froze; from here on it is a normal group member again`);
   instance.resume();
   ctx.log.emitState();
@@ -195,7 +195,7 @@ export const pauseFault: FaultHandler = async (ctx, fault, wave) => {
  * records have been redone elsewhere, and a wave written as it froze). Bounded, for a program that
  * never gets there: a single instance, or a session timeout longer than the grader can wait.
  */
-async function waitWhilePaused(ctx: NemesisContext, frozen: ProgramProcess): Promise<void> {
+async function waitWhilePaused(ctx: NemesisContext, frozen: ProgramProcess, owed: boolean): Promise<void> {
   const session = Math.min(ctx.lab.kafkajs.consumer.sessionTimeout ?? 30_000, 15_000);
   const started = Date.now();
   // A wave of new input on every partition as the instance freezes, the frozen one's included:
@@ -204,7 +204,7 @@ async function waitWhilePaused(ctx: NemesisContext, frozen: ProgramProcess): Pro
   // commits them before its transaction would otherwise find nothing to read, fence nobody, and
   // the zombie's commit would go through). Written now, not after the session timeout, it is read
   // with the frozen batch when the partitions move: the freeze lasts no longer for it.
-  const extra = ctx.input.nextWave();
+  const extra = ctx.input.nextWave(owed);
   if (extra.length) await ctx.input.writeWave(extra);
   const target = ctx.input.committedWritten;
   // Nobody can take the partitions over before the session timeout: no need to look earlier.

@@ -19,7 +19,7 @@ import type { NemesisContext } from '../nemesis/context.ts';
 import type { Supervisor } from '../program/supervisor.ts';
 import type { InputWriter, SeedTransaction } from '../seeder.ts';
 import type { PipelineLiveness } from './liveness.ts';
-import type { GradePlan } from './plan.ts';
+import { takeWave, type GradePlan } from './plan.ts';
 import type { PipelineProgress } from './progress.ts';
 import type { Prepared } from './state.ts';
 
@@ -87,7 +87,7 @@ export function pipelineNemesisContext(parts: NemesisParts): NemesisContext {
       },
       freshProcessed: () => progressTracker.fresh(),
       writeWave: (wave) => writeWave(attempt, writer, wave),
-      nextWave: () => parts.gradePlan?.waves.shift() ?? [],
+      nextWave: (forOwedFault = false) => (parts.gradePlan ? takeWave(parts.gradePlan.waves, forOwedFault) : []),
     },
     cluster: {
       brokers,

@@ -24,6 +24,35 @@ export function planGrade(lab: PipelineLab, quick: boolean, seed: number): Grade
 }
 
 /**
+ * Waves left at or below which a fault owed again is handed its input as thinly as it can be. A
+ * retried fault (a zombie that woke too late, a kill whose point came after a rebalance) takes two
+ * or three waves a try, and a plan's input is fixed by its seed: one committed transaction a wave
+ * near the end lets it be tried again instead of finding the input used up. Faults on their first
+ * try always get whole waves, so a grade without retries writes its input as planned.
+ */
+export const LAST_WAVES = 2;
+
+/**
+ * Takes the next wave off the front of `waves`: the whole of it, or, for a fault owed again
+ * (`thin`) with LAST_WAVES or fewer left, only its first transactions up to and including a
+ * committed one, when the rest of the input still holds a committed transaction too (a wave of
+ * only aborted input gives a program nothing to reach a point with). Pure.
+ */
+export function takeWave(waves: SeedTransaction[][], thin: boolean): SeedTransaction[] {
+  const next = waves[0];
+  if (!next) return [];
+  if (thin && waves.length <= LAST_WAVES) {
+    const firstCommitted = next.findIndex((t) => t.commit);
+    const restHasCommitted = [...next.slice(firstCommitted + 1), ...waves.slice(1).flat()].some((t) => t.commit);
+    if (firstCommitted >= 0 && firstCommitted < next.length - 1 && restHasCommitted) {
+      waves[0] = next.slice(firstCommitted + 1);
+      return next.slice(0, firstCommitted + 1);
+    }
+  }
+  return waves.shift()!;
+}
+
+/**
  * One wave per listed fault, a spare per fault for the "after a send" fallback, one for the zombie's
  * replacement to chew on, and a last one: a fault must never find the input used up. Several
  * instances also get a warm-up wave (play.ts), and each aimed fault two spares for when it is owed

@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { FaultRecord } from '../../../src/shared/report.ts';
 import { waitForStableGroup as waitForGroup } from '../../kafka/group-wait.ts';
 import { FaultPastTimeLimit } from '../driver/until-deadline.ts';
-import type { PlannedFault } from '../fault-plan.ts';
+import { owedAgain, type PlannedFault } from '../fault-plan.ts';
 import type { FaultOutcome } from '../nemesis/context.ts';
 import { injectFault } from '../nemesis/index.ts';
 import { livenessRestart } from '../nemesis/process-faults.ts';
@@ -76,7 +76,7 @@ export async function playPipeline(s: PlannedPipeline): Promise<Played> {
     const armedAt = Date.now();
     let outcome: FaultOutcome | void;
     try {
-      outcome = await injectFault(ctx, fault, ctx.input.nextWave());
+      outcome = await injectFault(ctx, fault, ctx.input.nextWave(owedAgain(fault)));
     } catch (err) {
       if (!(err instanceof FaultPastTimeLimit)) throw err;
       ctx.log.system(`${err.message} (a fault after the limit would only disturb what is about to be judged).`);
