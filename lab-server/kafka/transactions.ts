@@ -1,16 +1,16 @@
 /**
- * `inspect txns`: the transactions of a namespace as the coordinator sees them (ListTransactions,
- * DescribeTransactions, which kafkajs lacks). One long-lived JVM per cluster answers every request
- * (broker/src/.../TransactionsService.java), so a learner typing `txns` does not start a JVM each
- * time; requests queue one after another, each bounded in time.
+ * The transactions of a namespace as their coordinators see them: Kafka's admin requests
+ * ListTransactions and DescribeTransactions, which kafkajs lacks, spoken with @platformatic/kafka's
+ * protocol layer. For `inspect txns`, the grader's wait for abandoned transactions, the zombie
+ * fault's look at a transaction's timeout and the fencing of an attempt's ids. One short-lived
+ * connection per broker and call: a call is rare (a few per grade), and a broker restart between
+ * two calls leaves nothing stale behind.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
-import readline from 'node:readline';
-import { KafkaIqError } from '../../src/shared/errors.ts';
-import { BROKER_LIB_DIR } from '../core/paths.ts';
-import { findJava } from '../broker/java.ts';
-import { graderClientProperties } from './credentials.ts';
+import { Connection, describeTransactionsV0, findCoordinatorV4, listTransactionsV0, metadataV12, ResponseError } from '@platformatic/kafka';
+import { describeError, KafkaIqError } from '../../src/shared/errors.ts';
+import { bestEffort } from '../core/best-effort.ts';
+import { retry } from '../core/retry.ts';
+import { graderSasl } from './credentials.ts';
 
 export interface TransactionInfo {
   transactionalId: string;
@@ -23,84 +23,110 @@ export interface TransactionInfo {
   partitions: string[];
 }
 
-interface Answer {
-  ok: boolean;
-  error?: string;
-  transactions?: { transactionalId: string; state: string; producerId: number; startMs: number; nowMs: number; timeoutMs: number; partitions: string[] }[];
-}
-
-const REQUEST_TIMEOUT_MS = 20_000;
-/** Prefixes are namespaces ([a-z0-9-]); anything else never reaches the JVM's stdin. */
+/** How long one listing may take, retries included (a coordinator loading after a restart). */
+const LISTING_TIMEOUT_MS = 15_000;
+/** Prefixes are namespaces ([a-z0-9-]); anything else is refused before a request is sent. */
 const PREFIX = /^[A-Za-z0-9._-]{1,120}$/;
+/** FindCoordinator's key type of a transactional id. */
+const TRANSACTION_KEY = 1;
 
-class TransactionsService {
-  private child: ChildProcess | null = null;
-  private waiting: ((line: string | null) => void)[] = [];
-  private tail: Promise<unknown> = Promise.resolve();
+interface BrokerAddress {
+  host: string;
+  port: number;
+}
 
-  constructor(private readonly brokers: string[]) {}
+function parseAddress(address: string): BrokerAddress {
+  const at = address.lastIndexOf(':');
+  return { host: address.slice(0, at), port: Number(address.slice(at + 1)) };
+}
 
-  private start(): ChildProcess {
-    if (this.child && this.child.exitCode === null && this.child.signalCode === null) return this.child;
-    const child = spawn(
-      findJava().command,
-      ['-Xmx128m', '-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC', '-cp', path.join(BROKER_LIB_DIR, '*'), 'dev.kafkaiq.broker.TransactionsService', this.brokers.join(','), graderClientProperties()],
-      { stdio: ['pipe', 'pipe', 'ignore'] },
-    );
-    // A JVM that fails to start or dies answers through 'exit' or the request's timeout below.
-    child.on('error', () => {});
-    child.once('exit', () => {
-      // Whoever waits gets "no answer"; the next request starts a fresh JVM.
-      for (const wake of this.waiting.splice(0)) wake(null);
-    });
-    readline.createInterface({ input: child.stdout! }).on('line', (line) => this.waiting.shift()?.(line));
-    child.unref();
-    (child.stdout as unknown as { unref?: () => void }).unref?.();
-    (child.stdin as unknown as { unref?: () => void }).unref?.();
-    this.child = child;
-    return child;
-  }
-
-  ask(prefix: string): Promise<Answer> {
-    const run = async (): Promise<Answer> => {
-      const child = this.start();
-      const line = await new Promise<string | null>((resolve) => {
-        const timer = setTimeout(() => {
-          child.kill('SIGKILL'); // a stuck JVM is replaced by the next request
-          resolve(null);
-        }, REQUEST_TIMEOUT_MS);
-        this.waiting.push((answer) => {
-          clearTimeout(timer);
-          resolve(answer);
-        });
-        child.stdin!.write(`${prefix}\n`);
-      });
-      if (line === null) return { ok: false, error: 'no answer within 20 s' };
-      return JSON.parse(line) as Answer;
-    };
-    const answer = this.tail.then(run, run);
-    this.tail = answer.catch(() => {}); // the caller gets the failure; the queue only orders requests
-    return answer;
+/** Runs `work` over a fresh connection to one broker, logged in as the grader, and closes it. */
+async function onBroker<T>(broker: BrokerAddress, work: (connection: Connection) => Promise<T>): Promise<T> {
+  const { username, password } = graderSasl() as { username: string; password: string };
+  const connection = new Connection('kafkaiq-transactions', { sasl: { mechanism: 'PLAIN', username, password }, connectTimeout: 3_000, requestTimeout: 5_000 });
+  try {
+    await connection.connect(broker.host, broker.port);
+    return await work(connection);
+  } finally {
+    await bestEffort('closing a transactions connection', () => connection.close());
   }
 }
 
-const services = new Map<string, TransactionsService>();
+/** Every broker of the cluster (ListTransactions answers only for the coordinators a broker leads). */
+async function clusterBrokers(bootstrap: string[]): Promise<BrokerAddress[]> {
+  let lastError: unknown = null;
+  for (const address of bootstrap) {
+    try {
+      const metadata = await onBroker(parseAddress(address), (c) => metadataV12.api.async(c, [], false, false));
+      return metadata.brokers.map((b) => ({ host: b.host, port: b.port }));
+    } catch (err) {
+      lastError = err; // the next bootstrap address may answer
+    }
+  }
+  throw lastError ?? new Error('no bootstrap broker');
+}
+
+type Described = Awaited<ReturnType<typeof describeTransactionsV0.api.async>>['transactionStates'][number];
+
+/**
+ * DescribeTransactions for `ids` at their coordinators. An id that ended and expired between the
+ * listing and this call comes back with an error of its own: the others' answers still count.
+ */
+async function describe(brokers: BrokerAddress[], ids: string[]): Promise<Map<string, Described>> {
+  const found = await onBroker(brokers[0]!, (c) => findCoordinatorV4.api.async(c, TRANSACTION_KEY, ids));
+  const byCoordinator = new Map<string, { broker: BrokerAddress; ids: string[] }>();
+  for (const coordinator of found.coordinators) {
+    if (coordinator.errorCode !== 0) throw new Error(`FindCoordinator for ${coordinator.key}: error ${coordinator.errorCode}`);
+    const key = `${coordinator.host}:${coordinator.port}`;
+    const entry = byCoordinator.get(key) ?? { broker: { host: coordinator.host, port: coordinator.port }, ids: [] };
+    entry.ids.push(coordinator.key);
+    byCoordinator.set(key, entry);
+  }
+  const described = new Map<string, Described>();
+  for (const { broker, ids: batch } of byCoordinator.values()) {
+    let states: Described[];
+    try {
+      states = (await onBroker(broker, (c) => describeTransactionsV0.api.async(c, batch))).transactionStates;
+    } catch (err) {
+      const partial = err instanceof ResponseError ? (err as ResponseError & { response?: { transactionStates?: Described[] } }).response?.transactionStates : undefined;
+      if (!partial) throw err;
+      states = partial;
+    }
+    for (const state of states) if (state.errorCode === 0) described.set(state.transactionalId, state);
+  }
+  return described;
+}
+
+async function listOnce(bootstrap: string[], prefix: string): Promise<TransactionInfo[]> {
+  const brokers = await clusterBrokers(bootstrap);
+  const listed = (await Promise.all(brokers.map((b) => onBroker(b, (c) => listTransactionsV0.api.async(c, [], [], 0n, null))))).flatMap((r) =>
+    r.transactionStates.filter((t) => t.transactionalId.startsWith(prefix)),
+  );
+  if (!listed.length) return [];
+  const described = await describe(brokers, listed.map((t) => t.transactionalId));
+  const now = Date.now();
+  return listed.map((t) => {
+    const d = described.get(t.transactionalId);
+    const startMs = d ? Number(d.transactionStartTimeMs) : -1;
+    return {
+      transactionalId: t.transactionalId,
+      state: d?.transactionState ?? t.transactionState,
+      producerId: Number(d?.producerId ?? t.producerId),
+      startedAt: startMs > 0 ? new Date(startMs).toISOString() : null,
+      durationMs: startMs > 0 ? now - startMs : null,
+      timeoutMs: d && d.transactionTimeoutMs > 0 ? d.transactionTimeoutMs : null,
+      partitions: d ? d.topics.flatMap((topic) => topic.partitions.map((p) => `${topic.topic}-${p}`)) : [],
+    };
+  });
+}
 
 /** Open and recent transactions whose transactional id starts with the prefix. */
 export async function listTransactions(brokers: string[], prefix: string): Promise<TransactionInfo[]> {
   if (!PREFIX.test(prefix)) throw new KafkaIqError('INVALID_INPUT', `Not a transactional-id prefix: "${prefix.slice(0, 40)}"`);
-  const key = brokers.join(',');
-  let service = services.get(key);
-  if (!service) services.set(key, (service = new TransactionsService(brokers)));
-  const answer = await service.ask(prefix);
-  if (!answer.ok) throw new KafkaIqError('BROKER_UNREACHABLE', `The transaction coordinator did not answer (${answer.error}): is Kafka running?`);
-  return (answer.transactions ?? []).map((t) => ({
-    transactionalId: t.transactionalId,
-    state: t.state,
-    producerId: t.producerId,
-    startedAt: t.startMs > 0 ? new Date(t.startMs).toISOString() : null,
-    durationMs: t.startMs > 0 ? t.nowMs - t.startMs : null,
-    timeoutMs: t.timeoutMs > 0 ? t.timeoutMs : null,
-    partitions: t.partitions,
-  }));
+  try {
+    // A coordinator loading after a restart, or a broker between two lives, answers again soon.
+    return await retry(() => listOnce(brokers, prefix), { retries: 8, minDelayMs: 200, maxDelayMs: 2_000, timeoutMs: LISTING_TIMEOUT_MS });
+  } catch (err) {
+    throw new KafkaIqError('BROKER_UNREACHABLE', `The transaction coordinator did not answer (${describeError(err)}): is Kafka running?`);
+  }
 }
