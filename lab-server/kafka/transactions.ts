@@ -2,9 +2,9 @@
  * The transactions of a namespace as their coordinators see them: Kafka's admin requests
  * ListTransactions and DescribeTransactions, which kafkajs lacks, spoken with @platformatic/kafka's
  * protocol layer. For `inspect txns`, the grader's wait for abandoned transactions, the zombie
- * fault's look at a transaction's timeout and the fencing of an attempt's ids. One short-lived
- * connection per broker and call: a call is rare (a few per grade), and a broker restart between
- * two calls leaves nothing stale behind.
+ * fault's look at a transaction's timeout and the fencing of an attempt's ids. A listing opens at
+ * most one connection per broker and closes them when it is done: a listing is rare (a few per
+ * grade), and a broker restart between two leaves nothing stale behind.
  */
 import { Connection, describeTransactionsV0, findCoordinatorV4, listTransactionsV0, metadataV12, ResponseError } from '@platformatic/kafka';
 import { describeError, KafkaIqError } from '../../src/shared/errors.ts';
@@ -40,24 +40,35 @@ function parseAddress(address: string): BrokerAddress {
   return { host: address.slice(0, at), port: Number(address.slice(at + 1)) };
 }
 
-/** Runs `work` over a fresh connection to one broker, logged in as the grader, and closes it. */
-async function onBroker<T>(broker: BrokerAddress, work: (connection: Connection) => Promise<T>): Promise<T> {
-  const { username, password } = graderSasl() as { username: string; password: string };
-  const connection = new Connection('kafkaiq-transactions', { sasl: { mechanism: 'PLAIN', username, password }, connectTimeout: 3_000, requestTimeout: 5_000 });
-  try {
-    await connection.connect(broker.host, broker.port);
-    return await work(connection);
-  } finally {
-    await bestEffort('closing a transactions connection', () => connection.close());
+/** One listing's connections, logged in as the grader: one per broker, opened on first use. */
+class Connections {
+  private readonly open = new Map<string, { connection: Connection; ready: Promise<void> }>();
+
+  async to(broker: BrokerAddress): Promise<Connection> {
+    const key = `${broker.host}:${broker.port}`;
+    let entry = this.open.get(key);
+    if (!entry) {
+      const { username, password } = graderSasl() as { username: string; password: string };
+      const connection = new Connection('kafkaiq-transactions', { sasl: { mechanism: 'PLAIN', username, password }, connectTimeout: 3_000, requestTimeout: 5_000 });
+      entry = { connection, ready: connection.connect(broker.host, broker.port) as Promise<void> };
+      this.open.set(key, entry);
+    }
+    await entry.ready;
+    return entry.connection;
+  }
+
+  /** Every connection opened, whether or not it connected. */
+  async closeAll(): Promise<void> {
+    for (const { connection } of this.open.values()) await bestEffort('closing a transactions connection', () => connection.close());
   }
 }
 
 /** Every broker of the cluster (ListTransactions answers only for the coordinators a broker leads). */
-async function clusterBrokers(bootstrap: string[]): Promise<BrokerAddress[]> {
+async function clusterBrokers(on: Connections, bootstrap: string[]): Promise<BrokerAddress[]> {
   let lastError: unknown = null;
   for (const address of bootstrap) {
     try {
-      const metadata = await onBroker(parseAddress(address), (c) => metadataV12.api.async(c, [], false, false));
+      const metadata = await metadataV12.api.async(await on.to(parseAddress(address)), [], false, false);
       return metadata.brokers.map((b) => ({ host: b.host, port: b.port }));
     } catch (err) {
       lastError = err; // the next bootstrap address may answer
@@ -72,8 +83,8 @@ type Described = Awaited<ReturnType<typeof describeTransactionsV0.api.async>>['t
  * DescribeTransactions for `ids` at their coordinators. An id that ended and expired between the
  * listing and this call comes back with an error of its own: the others' answers still count.
  */
-async function describe(brokers: BrokerAddress[], ids: string[]): Promise<Map<string, Described>> {
-  const found = await onBroker(brokers[0]!, (c) => findCoordinatorV4.api.async(c, TRANSACTION_KEY, ids));
+async function describe(on: Connections, brokers: BrokerAddress[], ids: string[]): Promise<Map<string, Described>> {
+  const found = await findCoordinatorV4.api.async(await on.to(brokers[0]!), TRANSACTION_KEY, ids);
   const byCoordinator = new Map<string, { broker: BrokerAddress; ids: string[] }>();
   for (const coordinator of found.coordinators) {
     if (coordinator.errorCode !== 0) throw new Error(`FindCoordinator for ${coordinator.key}: error ${coordinator.errorCode}`);
@@ -86,7 +97,7 @@ async function describe(brokers: BrokerAddress[], ids: string[]): Promise<Map<st
   for (const { broker, ids: batch } of byCoordinator.values()) {
     let states: Described[];
     try {
-      states = (await onBroker(broker, (c) => describeTransactionsV0.api.async(c, batch))).transactionStates;
+      states = (await describeTransactionsV0.api.async(await on.to(broker), batch)).transactionStates;
     } catch (err) {
       const partial = err instanceof ResponseError ? (err as ResponseError & { response?: { transactionStates?: Described[] } }).response?.transactionStates : undefined;
       if (!partial) throw err;
@@ -98,12 +109,21 @@ async function describe(brokers: BrokerAddress[], ids: string[]): Promise<Map<st
 }
 
 async function listOnce(bootstrap: string[], prefix: string): Promise<TransactionInfo[]> {
-  const brokers = await clusterBrokers(bootstrap);
-  const listed = (await Promise.all(brokers.map((b) => onBroker(b, (c) => listTransactionsV0.api.async(c, [], [], 0n, null))))).flatMap((r) =>
+  const on = new Connections();
+  try {
+    return await listWith(on, bootstrap, prefix);
+  } finally {
+    await on.closeAll();
+  }
+}
+
+async function listWith(on: Connections, bootstrap: string[], prefix: string): Promise<TransactionInfo[]> {
+  const brokers = await clusterBrokers(on, bootstrap);
+  const listed = (await Promise.all(brokers.map(async (b) => listTransactionsV0.api.async(await on.to(b), [], [], 0n, null)))).flatMap((r) =>
     r.transactionStates.filter((t) => t.transactionalId.startsWith(prefix)),
   );
   if (!listed.length) return [];
-  const described = await describe(brokers, listed.map((t) => t.transactionalId));
+  const described = await describe(on, brokers, listed.map((t) => t.transactionalId));
   const now = Date.now();
   return listed.map((t) => {
     const d = described.get(t.transactionalId);
