@@ -38,7 +38,9 @@ export class MaintenanceLock {
    */
   recover(start: Promise<void>): void {
     const recovering: Promise<void> = start.finally(() => {
-      if (this.recovering === recovering) this.recovering = null;
+      if (this.recovering !== recovering) return;
+      this.recovering = null;
+      this.lastRecoveryEndedAt = Date.now();
     });
     this.recovering = recovering;
     recovering.catch(() => {}); // reported by whoever awaits whenWhole()
@@ -56,6 +58,14 @@ export class MaintenanceLock {
       return fn();
     });
   }
+
+  /** True while a killed node comes back in the background (recover): the cluster is not whole. */
+  get isRecovering(): boolean {
+    return this.recovering !== null;
+  }
+
+  /** When the last background recovery ended (the node back and in sync, or given up on). */
+  lastRecoveryEndedAt = 0;
 
   /** Resolves once no node is coming back; rejects if the last node start failed. */
   async whenWhole(): Promise<void> {

@@ -3,10 +3,12 @@
  * interrupted the program holds it while the broker is down and while the group comes back; one
  * that began after every instance had gone quiet on the wire (a program wedged by its own error
  * handling) holds nothing, so a shared broker's restarts by other grades cannot hide its stall.
+ * A node killed on a 3-node cluster holds the program until it is back in sync, not only for
+ * its kill's seconds.
  * And a transaction held at the end (no-hanging-transactions) counts on the relay's word when the
  * coordinator has already aborted it at its timeout.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { MaintenanceLock } from '../../lab-server/broker/maintenance.ts';
 import { PipelineLiveness, type LivenessSource } from '../../lab-server/runner/pipeline/liveness.ts';
 
@@ -68,6 +70,37 @@ describe('a broker restart as a hold', () => {
     (opaque.instance as { lastRequestAt?: number }).lastRequestAt = undefined;
     await downtime(opaque.maintenance, () => {});
     expect(opaque.liveness.holdReason()).toBe('broker just back');
+  });
+});
+
+describe('a killed node coming back in the background as a hold', () => {
+  it('holds an interrupted program until the node is back and the group has had its timeouts', async () => {
+    const { instance, maintenance, liveness } = grade();
+    instance.lastRequestAt = Date.now() - 1_000;
+    let nodeBack: () => void = () => {};
+    await downtime(maintenance, () => maintenance.recover(new Promise<void>((resolve) => (nodeBack = resolve))));
+    expect(maintenance.isRecovering).toBe(true);
+    expect(liveness.holdReason()).toBe('a killed broker is still coming back');
+    // A node slow to come back (20 s under load): still held past the group's timeouts after the kill.
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 25_000 });
+    try {
+      expect(liveness.holdReason()).toBe('a killed broker is still coming back');
+      nodeBack();
+      await maintenance.whenWhole();
+      expect(maintenance.isRecovering).toBe(false);
+      expect(liveness.holdReason()).toBe('broker just back');
+      vi.setSystemTime(Date.now() + 25_000);
+      expect(liveness.holdReason()).toBeNull();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('holds nothing for a program that had gone quiet before the kill', async () => {
+    const { instance, maintenance, liveness } = grade();
+    instance.lastRequestAt = Date.now() - 8_000;
+    await downtime(maintenance, () => maintenance.recover(new Promise<void>(() => {})));
+    expect(liveness.holdReason()).toBeNull();
   });
 });
 

@@ -99,8 +99,9 @@ export class PipelineLiveness {
   stuckAgain(): boolean {
     const { maintenance, progressTracker, committedWritten } = this.src;
     if (!this.stallFound || !this.liveInstanceWedged() || committedWritten <= progressTracker.processed) return false;
-    if (maintenance.isDown || this.anInstanceIsPaused()) return false;
-    return Date.now() - Math.max(progressTracker.lastActivityAt, progressTracker.lastStartAt, maintenance.lastDowntimeEndedAt) >= STUCK_AGAIN_MS;
+    if (maintenance.isDown || maintenance.isRecovering || this.anInstanceIsPaused()) return false;
+    const heldUntil = Math.max(maintenance.lastDowntimeEndedAt, maintenance.lastRecoveryEndedAt);
+    return Date.now() - Math.max(progressTracker.lastActivityAt, progressTracker.lastStartAt, heldUntil) >= STUCK_AGAIN_MS;
   }
 
   /**
@@ -156,9 +157,15 @@ export class PipelineLiveness {
     const { maintenance, progressTracker } = this.src;
     const now = Date.now();
     // A broker restart (often another grade's, on a shared broker) holds a program it interrupted,
-    // not one that had already gone quiet before it: that one's stall goes on through it.
-    const inDowntime = maintenance.isDown || now - maintenance.lastDowntimeEndedAt < this.rebalanceMs;
-    if (inDowntime && !this.silentSince(maintenance.lastDowntimeBeganAt - SILENT_BEFORE_DOWNTIME_MS)) return maintenance.isDown ? 'broker down' : 'broker just back';
+    // not one that had already gone quiet before it: that one's stall goes on through it. A node
+    // killed on a cluster is down until it is back in every ISR, though its kill's own window is
+    // only seconds: meanwhile leaders and coordinators move (twice, on a loaded machine), and a
+    // client gives up its connections and starts over, its old transaction left to be fenced.
+    const backAt = Math.max(maintenance.lastDowntimeEndedAt, maintenance.lastRecoveryEndedAt);
+    const inDowntime = maintenance.isDown || maintenance.isRecovering || now - backAt < this.rebalanceMs;
+    if (inDowntime && !this.silentSince(maintenance.lastDowntimeBeganAt - SILENT_BEFORE_DOWNTIME_MS)) {
+      return maintenance.isDown ? 'broker down' : maintenance.isRecovering ? 'a killed broker is still coming back' : 'broker just back';
+    }
     if (this.anInstanceIsPaused()) return 'an instance is paused';
     // The broker shows an open transaction no live instance says it holds (a --cmd program cannot
     // say): one a stopped instance left, which blocks readers and pending offsets until the
