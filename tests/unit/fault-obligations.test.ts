@@ -101,8 +101,15 @@ describe('faults are obligations', () => {
 
   it('counts aimed faults the time limit cut off as missed', () => {
     const o = new FaultObligations(new Set(['after:commit']), () => {});
-    o.outOfTime(kill(2), []);
+    o.planEnded(kill(2), [], 'time');
     expect(o.inconclusiveMessage()).toMatch(/before the time limit/);
+  });
+
+  it('counts aimed faults a program that stopped restarting never met as missed, and says why', () => {
+    const o = new FaultObligations(new Set(['after:commit']), () => {});
+    o.planEnded(kill(1), [kill(2)], 'gone');
+    expect(o.missed()).toHaveLength(2);
+    expect(o.inconclusiveMessage()).toMatch(/before the program stopped restarting/);
   });
 
   it('ignores faults a driver could not aim (no aimedAt: a --cmd program)', () => {

@@ -92,4 +92,26 @@ describe('Supervisor', () => {
     expect(supervisor.slot(1)!.current.id).toBe('lane');
     expect(supervisor.running).toBe(false);
   });
+
+  it('has given up only when every slot has, not while the grader restarts a killed instance, and no more once one starts again', async () => {
+    const policy: RestartPolicy = (slot) => (slot.slot === 1 ? null : { delayMs: 10 });
+    const supervisor = new Supervisor(() => command("sh -c 'exit 1'"), { env: () => ({}), line: () => {} }, policy);
+    supervisor.start(1);
+    await until(() => supervisor.gaveUp);
+    expect(supervisor.gaveUp).toBe(true);
+    // A slot the grader killed is between its incarnations, not given up.
+    const sleeper = new Supervisor(() => command('sleep 30'), { env: () => ({}), line: () => {} }, policy);
+    const slot = sleeper.start(1);
+    sleeper.expectExit(slot.current);
+    await slot.current.kill();
+    expect(sleeper.gaveUp).toBe(false);
+    sleeper.start(1);
+    expect(sleeper.gaveUp).toBe(false);
+    await sleeper.stopAll(500);
+    // Slot 2 is still restarted: the program as a whole has not given up.
+    supervisor.start(2);
+    await sleep(100);
+    expect(supervisor.gaveUp).toBe(false);
+    await supervisor.stopAll(500);
+  });
 });

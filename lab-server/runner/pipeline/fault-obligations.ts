@@ -31,7 +31,7 @@ export interface UnlandedFault {
   points: readonly CrashPoint[];
   tries: number;
   /** Why the grader stopped trying. */
-  reason: 'tries' | 'input' | 'time';
+  reason: 'tries' | 'input' | 'time' | 'gone';
 }
 
 const describe = (f: Pick<UnlandedFault, 'kind' | 'points'>) => `${f.kind} at ${f.points.join(' or ')}`;
@@ -88,10 +88,10 @@ export class FaultObligations {
     }
   }
 
-  /** The time limit ended the plan: every aimed fault still queued never landed. */
-  outOfTime(current: PlannedFault, queue: readonly PlannedFault[]): void {
+  /** The time limit, or a program that stopped restarting, ended the plan: every aimed fault still queued never landed. */
+  planEnded(current: PlannedFault, queue: readonly PlannedFault[], reason: 'time' | 'gone'): void {
     for (const f of [current, ...queue]) {
-      if (f.points?.length) this.unlanded.push({ kind: f.kind, instance: f.instance, points: f.points, tries: (f.attempt ?? 1) - 1, reason: 'time' });
+      if (f.points?.length) this.unlanded.push({ kind: f.kind, instance: f.instance, points: f.points, tries: (f.attempt ?? 1) - 1, reason });
     }
   }
 
@@ -112,7 +112,7 @@ export class FaultObligations {
   inconclusiveMessage(): string | null {
     const missed = this.missed();
     if (!missed.length) return null;
-    const why = { tries: `after ${MAX_FAULT_TRIES} tries`, input: 'before the input ran out', time: 'before the time limit' };
+    const why = { tries: `after ${MAX_FAULT_TRIES} tries`, input: 'before the input ran out', time: 'before the time limit', gone: 'before the program stopped restarting' };
     return (
       `All checks held, but ${missed.length === 1 ? 'a fault the lab aims at a crash point' : `${missed.length} faults the lab aims at crash points`} never hit ${missed.length === 1 ? 'it' : 'them'}: ` +
       missed.map((f) => `${describe(f)} (i${f.instance}, ${why[f.reason]})`).join('; ') +

@@ -12,6 +12,7 @@ import { owedAgain, type PlannedFault } from '../fault-plan.ts';
 import type { FaultOutcome } from '../nemesis/context.ts';
 import { injectFault } from '../nemesis/index.ts';
 import { livenessRestart } from '../nemesis/process-faults.ts';
+import { MAX_SELF_RESTARTS } from '../program/supervisor.ts';
 import { awaitAbandonedTransactions } from './abandoned-transactions.ts';
 import { STALL_BOUND_MS } from './liveness.ts';
 import type { Played, PlannedPipeline } from './state.ts';
@@ -66,7 +67,14 @@ export async function playPipeline(s: PlannedPipeline): Promise<Played> {
     // Each fault's stretch: waiting for a stable group, arming, landing, and the program catching up.
     attempt.clock.enter(`fault ${++faultsTried}: ${fault.kind}${(fault.attempt ?? 1) > 1 ? ` (try ${fault.attempt})` : ''}`);
     if (Date.now() > attempt.deadline) {
-      s.obligations.outOfTime(fault, queue);
+      s.obligations.planEnded(fault, queue, 'time');
+      break;
+    }
+    // A crash loop the supervisor gave up on: no fault can reach a program that does not run, and
+    // restarting it for a fault would only crash it again. What it did is judged now.
+    if (s.supervisor.gaveUp) {
+      ctx.log.system(`The program stopped restarting (its instances exited ${MAX_SELF_RESTARTS} times in a row): the faults still planned cannot reach it, so it is judged now.`);
+      s.obligations.planEnded(fault, queue, 'gone');
       break;
     }
     // Several instances: every start, exit and join is a rebalance. Arm the next fault once the
@@ -80,14 +88,14 @@ export async function playPipeline(s: PlannedPipeline): Promise<Played> {
     } catch (err) {
       if (!(err instanceof FaultPastTimeLimit)) throw err;
       ctx.log.system(`${err.message} (a fault after the limit would only disturb what is about to be judged).`);
-      s.obligations.outOfTime(fault, queue);
+      s.obligations.planEnded(fault, queue, 'time');
       break;
     }
     s.liveness.faultEnded(fault.kind);
     if (fault.attempt === 1 && !fault.disturbed) s.faultsDone++;
     const records = attempt.history.faults.slice(recordedBefore);
     s.obligations.settle(fault, records, queue, waves.length > 0, lostItsChance(s, fault, armedAt, records), outcome?.withoutEffect);
-    await s.progressTracker.waitFor(ctx.input.committedWritten, Math.min(15_000, attempt.deadline - Date.now()), () => s.liveness.stuckAgain());
+    await s.progressTracker.waitFor(ctx.input.committedWritten, Math.min(15_000, attempt.deadline - Date.now()), () => s.liveness.stuckAgain() || s.supervisor.gaveUp);
     await s.liveness.letStallShow();
     // The unannounced kill is the grader's addition to the lab's plan (fault-plan.ts): its stretch,
     // the restart and the catching up after it, is not taken from the time the lab gives its faults.
@@ -209,6 +217,11 @@ async function settle(s: PlannedPipeline): Promise<boolean> {
       );
     }
     if (unfinishedWork(s) === null) return true;
+    // Nothing runs and nothing will: the output cannot change any more.
+    if (s.supervisor.gaveUp) {
+      ctx.log.system(`The program stopped restarting with ${progress.processed}/${expected} inputs processed: verifying now.`);
+      return true;
+    }
     const laterStagesBehind = progress.staged && progress.processed >= expected && !progress.stagesCaughtUp;
     let quietMs = ctx.program.driver.quietMs(QUIET_MS, laterStagesBehind);
     // Input waiting and a live instance sitting on an open transaction, or whose consumers stopped

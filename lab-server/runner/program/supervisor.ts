@@ -85,6 +85,8 @@ export class Supervisor {
   /** When the last of those exits happened (epoch ms). */
   lastSelfExitAt = 0;
   private stopped = false;
+  /** Slots whose program exited on its own too often in a row: the policy restarts them no more. */
+  private readonly gaveUpSlots = new Set<number>();
   /** Set once the attempt winds down (stopAll, or the attempt's own flag): no more restarts. */
   get stopping(): boolean {
     return this.stopped || !!this.hooks.stopping?.();
@@ -112,6 +114,7 @@ export class Supervisor {
       this.expectedExits.add(stale);
       stale.signal('SIGKILL');
     }
+    this.gaveUpSlots.delete(slotNumber);
     const incarnation = (previous?.incarnation ?? 0) + 1;
     const id = this.hooks.instanceId?.(slotNumber) ?? `i${slotNumber}`;
     const instance = new ProgramInstance(id, incarnation, this.source(), this.hooks.env(slotNumber));
@@ -169,6 +172,14 @@ export class Supervisor {
     return !this.stopping && (this.live().length > 0 || this.pending > 0);
   }
 
+  /**
+   * Every slot's program exited on its own too often in a row and is restarted no more, and no
+   * zombie is left: nothing of the program runs, or will unless the grader starts it again.
+   */
+  get gaveUp(): boolean {
+    return this.slots.size > 0 && [...this.slots.keys()].every((n) => this.gaveUpSlots.has(n)) && this.live().length === 0;
+  }
+
   /** Progress was made: a crash loop is broken. */
   resetRestartCounts(): void {
     for (const slot of this.slots.values()) slot.restartsInARow = 0;
@@ -202,7 +213,11 @@ export class Supervisor {
     this.lastSelfExitAt = Date.now();
     this.hooks.exitedOnItsOwn?.(instance, this.members.get(instance) ?? new Map());
     const restart = this.policy(slot, code, signal);
-    if (!restart) return;
+    if (!restart) {
+      this.gaveUpSlots.add(slot.slot);
+      this.hooks.changed?.();
+      return;
+    }
     this.pending++;
     setTimeout(() => {
       this.pending--;
