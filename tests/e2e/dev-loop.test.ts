@@ -6,7 +6,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { Page } from 'playwright-core';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Frame, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bestEffort } from '../../lab-server/core/best-effort.ts';
 import { ROOT_DIR } from '../../lab-server/core/paths.ts';
@@ -14,9 +15,12 @@ import { launchBrowser } from '../support/browser.ts';
 import { startCourseServer, type CourseServer } from '../support/course-server.ts';
 import { testBrokers } from '../support/brokers.ts';
 
-// A page of its own (outside 10-1/, so not a lesson of the course): edited, then removed.
+// A page of its own (outside 10-1/, so not a lesson of the course): edited, then removed. Laid out
+// as a lesson is, its prose above its lab: the reloads an edit causes do not load the workbench,
+// which loads only once its lab scrolls into view.
 const PAGE_FILE = path.join(ROOT_DIR, 'src/content/docs/dev-loop-check.mdx');
-const page = (marker: string) => `---\ntitle: Dev loop check\n---\n\nimport Lab from '@components/Lab.astro';\n\n<p id="marker">${marker}</p>\n\n<Lab id="single-stage" />\n`;
+const PROSE = Array.from({ length: 40 }, (_, i) => `Paragraph ${i + 1} of the lesson, before its lab.`).join('\n\n');
+const page = (marker: string) => `---\ntitle: Dev loop check\n---\n\nimport Lab from '@components/Lab.astro';\n\n<p id="marker">${marker}</p>\n\n${PROSE}\n\n<Lab id="single-stage" />\n`;
 let server: CourseServer;
 let browser: Awaited<ReturnType<typeof launchBrowser>>;
 
@@ -39,6 +43,20 @@ afterAll(async () => {
 
 const lab = (p: Page) => p.locator('kiq-lab[data-lab-id="single-stage"]');
 
+/** Resolves once the tab has not navigated for `quietMs`. */
+async function navigationsSettled(tab: Page, quietMs = 1_500): Promise<void> {
+  let last = Date.now();
+  const navigated = (frame: Frame) => {
+    if (frame === tab.mainFrame()) last = Date.now();
+  };
+  tab.on('framenavigated', navigated);
+  try {
+    while (Date.now() - last < quietMs) await sleep(100);
+  } finally {
+    tab.off('framenavigated', navigated);
+  }
+}
+
 describe('npm run dev', () => {
   it('shows a lesson edit in the browser within 5 s, then grades a lab there', async () => {
     const tab = await browser.newPage();
@@ -55,9 +73,10 @@ describe('npm run dev', () => {
     await expect.poll(() => tab.locator('#marker').textContent().catch(() => ''), { timeout: 5_000, interval: 100 }).toBe('second version');
     console.log(`lesson edit visible after ${Date.now() - edited} ms`);
 
-    // The edit may still be followed by a reload of Vite's own (a dependency the new version
-    // needs, optimized late): the solution goes into storage as each document starts, so no
-    // navigation can come between setting it and the page reading it.
+    // One save reloads the page two or three times (measured: three navigations within a second):
+    // let them end before opening it again, and put the solution into storage as each document
+    // starts, so no reload can come between setting it and the page reading it.
+    await navigationsSettled(tab);
     await tab.addInitScript((code) => localStorage.setItem('kafkaiq:code:single-stage', code), fs.readFileSync(path.join(ROOT_DIR, 'labs/single-stage/solution.ts'), 'utf8'));
     await tab.goto(`${server.url}/dev-loop-check/`);
     await lab(tab).scrollIntoViewIfNeeded();
