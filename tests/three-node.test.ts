@@ -11,6 +11,7 @@ import { ClusterPool } from '../lab-server/broker/cluster-pool.ts';
 import { portAnswers } from '../lab-server/broker/probes.ts';
 import type { KafkaCluster } from '../lab-server/broker/cluster.ts';
 import { createKafka } from '../lab-server/kafka/client.ts';
+import { createTopics } from '../lab-server/kafka/topics.ts';
 import {
   findTransactionCoordinator,
   javaStringHash,
@@ -77,7 +78,7 @@ describe('the 3-node cluster', () => {
     const kafka = createKafka(cluster.brokers, 'kafkaiq-test', { retry: { retries: 30, initialRetryTime: 100, maxRetryTime: 1_000 } });
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 1 }] });
+    await createTopics(kafka, [{ topic, numPartitions: 1 }]);
 
     const before = await findTransactionCoordinator(cluster.brokers, transactionalId);
     expect(before.source).toBe('find-coordinator'); // FindCoordinator and the metadata agree
@@ -140,10 +141,9 @@ describe('a commit whose partition has no leader (KAFKA-20734, patched by broker
     const kafka = createKafka(cluster.brokers, 'kafkaiq-test', { retry: { retries: 30, initialRetryTime: 100, maxRetryTime: 1_000 } });
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({
-      waitForLeaders: true,
-      topics: [{ topic, replicaAssignment: [{ partition: 0, replicas: [replica] }], configEntries: [{ name: 'min.insync.replicas', value: '1' }] }],
-    });
+    // Through the lab runtime's helper: kafkajs's own leader wait gives up on the
+    // UNKNOWN_TOPIC_OR_PARTITION a node answers before the new topic's metadata reaches it.
+    await createTopics(kafka, [{ topic, replicaAssignment: [{ partition: 0, replicas: [replica] }], configEntries: [{ name: 'min.insync.replicas', value: '1' }] }]);
     try {
       await commitWhileLeaderless(admin, kafka, control, replica, topic, transactionalId);
     } finally {
