@@ -3,6 +3,7 @@ import type { CrashPoint, FaultRecord } from '../../src/shared/report.ts';
 import type { PlannedFault } from '../../lab-server/runner/fault-plan.ts';
 import { FaultObligations, MAX_DISTURBED_TRIES, MAX_FAULT_TRIES } from '../../lab-server/runner/pipeline/fault-obligations.ts';
 import type { AimedHit, DriverContext, ProgramDriver } from '../../lab-server/runner/driver/contract.ts';
+import { LATE_WAKE_REARMS } from '../../lab-server/runner/nemesis/process-faults.ts';
 import { FaultPastTimeLimit, untilDeadline } from '../../lab-server/runner/driver/until-deadline.ts';
 import type { ProgramProcess } from '../../lab-server/runner/program/program-instance.ts';
 import type { Slot } from '../../lab-server/runner/program/supervisor.ts';
@@ -66,15 +67,31 @@ describe('faults are obligations', () => {
     const lines: string[] = [];
     const o = new FaultObligations(new Set<CrashPoint>(['after:commit']), (l) => void lines.push(l));
     const queue: PlannedFault[] = [];
-    o.settle(kill(), [record('at-point', 'after:commit')], queue, true, false, 'the zombie exited on waking');
+    o.settle(kill(), [record('at-point', 'after:commit')], queue, true, false, { withoutEffect: 'the zombie exited on waking' });
     expect(queue).toMatchObject([{ attempt: 1, disturbed: 1 }]);
     expect(o.landed).toBe(0);
     expect(lines[0]).toMatch(/hit its point, but the zombie exited on waking: arming it again/);
-    for (let d = 2; d <= MAX_DISTURBED_TRIES; d++) o.settle(queue.shift()!, [record('at-point', 'after:commit')], queue, true, false, 'again');
+    for (let d = 2; d <= MAX_DISTURBED_TRIES; d++) o.settle(queue.shift()!, [record('at-point', 'after:commit')], queue, true, false, { withoutEffect: 'again' });
     // Past the bound the landing stands: never inconclusive for it.
-    o.settle(queue.shift()!, [record('at-point', 'after:commit')], queue, true, false, 'again');
+    o.settle(queue.shift()!, [record('at-point', 'after:commit')], queue, true, false, { withoutEffect: 'again' });
     expect(queue).toEqual([]);
     expect(o.landed).toBe(1);
+    expect(o.inconclusiveMessage()).toBeNull();
+  });
+
+  it('arms a zombie that woke after its transaction timeout again only once, so the faults after it keep their input', () => {
+    const lines: string[] = [];
+    const o = new FaultObligations(new Set<CrashPoint>(['after:commit']), (l) => void lines.push(l));
+    const queue: PlannedFault[] = [kill()];
+    const late = { withoutEffect: 'the zombie woke 2.4 s after its transaction timeout', rearmsAtMost: LATE_WAKE_REARMS };
+    o.settle(kill(), [record('at-point', 'after:commit')], queue, true, false, late);
+    expect(queue).toMatchObject([{ disturbed: 1 }, { attempt: 1 }]);
+    expect(o.landed).toBe(0);
+    o.settle(queue.shift()!, [record('at-point', 'after:commit')], queue, true, false, late);
+    // The second late wake: the landing stands, and the next fault in the plan is the next to go.
+    expect(queue).toEqual([kill()]);
+    expect(o.landed).toBe(1);
+    expect(lines[1]).toMatch(/woke 2\.4 s after its transaction timeout; not armed again \(it was tried as often as that cause allows\): its landing stands/);
     expect(o.inconclusiveMessage()).toBeNull();
   });
 

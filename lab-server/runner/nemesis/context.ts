@@ -86,6 +86,12 @@ export interface NemesisContext extends DriverContext {
  */
 export interface FaultOutcome {
   withoutEffect: string;
+  /**
+   * How many times a fault may be armed again for this cause (default MAX_DISTURBED_TRIES): fewer
+   * when the cause is the machine's pace, which another try is unlikely to change, and each try
+   * spends input the faults after it need.
+   */
+  rearmsAtMost?: number;
 }
 
 /** One handler per fault kind: inject it (with the wave it needs to land), record it, recover. */

@@ -14,6 +14,7 @@
  */
 import type { CrashPoint, FaultRecord } from '../../../src/shared/report.ts';
 import type { PlannedFault } from '../fault-plan.ts';
+import type { FaultOutcome } from '../nemesis/context.ts';
 
 /** Injections per aimed fault, the planned one included. */
 export const MAX_FAULT_TRIES = 3;
@@ -50,7 +51,7 @@ export class FaultObligations {
    * After an injection: `records` are the fault records it added. A fallback of a reachable point
    * goes back to the front of the queue; of a point never seen yet, to the end (once).
    */
-  settle(fault: PlannedFault, records: readonly FaultRecord[], queue: PlannedFault[], inputLeft: boolean, disturbed = false, withoutEffect?: string): void {
+  settle(fault: PlannedFault, records: readonly FaultRecord[], queue: PlannedFault[], inputLeft: boolean, disturbed = false, outcome?: FaultOutcome): void {
     const record = records.find((r) => r.aimedAt);
     if (!fault.points?.length || !record) return; // not aimed, or a driver that cannot aim (--cmd)
     const aimed = { kind: fault.kind, points: fault.points };
@@ -59,11 +60,12 @@ export class FaultObligations {
       // It hit its point, but what it exists to show did not get its chance (a zombie that crashed
       // on waking): owed again like a disturbed fallback, within the same bound. Past the bound the
       // landing stands, so a program whose zombie always dies that way is not held inconclusive.
-      if (withoutEffect && uncounted < MAX_DISTURBED_TRIES && inputLeft) {
+      if (outcome && uncounted < (outcome.rearmsAtMost ?? MAX_DISTURBED_TRIES) && inputLeft) {
         queue.unshift({ ...fault, crashPoint: this.rearmPoint(fault), disturbed: uncounted + 1 });
-        this.system(`${describe(aimed)} hit its point, but ${withoutEffect}: arming it again (not counted as a try).`);
+        this.system(`${describe(aimed)} hit its point, but ${outcome.withoutEffect}: arming it again (not counted as a try).`);
         return;
       }
+      if (outcome) this.system(`${describe(aimed)} hit its point, but ${outcome.withoutEffect}; not armed again (${inputLeft ? 'it was tried as often as that cause allows' : 'no input is left'}): its landing stands.`);
       this.landed++;
       return;
     }

@@ -94,7 +94,7 @@ export async function playPipeline(s: PlannedPipeline): Promise<Played> {
     s.liveness.faultEnded(fault.kind);
     if (fault.attempt === 1 && !fault.disturbed) s.faultsDone++;
     const records = attempt.history.faults.slice(recordedBefore);
-    s.obligations.settle(fault, records, queue, waves.length > 0, lostItsChance(s, fault, armedAt, records), outcome?.withoutEffect);
+    s.obligations.settle(fault, records, queue, waves.length > 0, lostItsChance(s, fault, armedAt, records), outcome ?? undefined);
     await s.progressTracker.waitFor(ctx.input.committedWritten, Math.min(15_000, attempt.deadline - Date.now()), () => s.liveness.stuckAgain() || s.supervisor.gaveUp);
     await s.liveness.letStallShow();
     // The unannounced kill is the grader's addition to the lab's plan (fault-plan.ts): its stretch,
