@@ -50,6 +50,11 @@ class Connections {
     if (!entry) {
       const { username, password } = graderSasl() as { username: string; password: string };
       const connection = new Connection('kafkaiq-transactions', { sasl: { mechanism: 'PLAIN', username, password }, connectTimeout: 3_000, requestTimeout: 5_000 });
+      // The connect and every request fail through their own callbacks, which the listing handles.
+      // The Connection also emits each failure as 'error', sometimes after the connect's listener
+      // has gone (a broker dropping it mid-handshake), and an EventEmitter with no 'error' listener
+      // throws out of the event loop: this one keeps that from taking the lab server down.
+      connection.on('error', () => {});
       entry = { connection, ready: connection.connect(broker.host, broker.port) as Promise<void> };
       this.open.set(key, entry);
     }
