@@ -388,6 +388,9 @@ export class BrokerProcess {
     );
     fs.closeSync(out);
     child.on('error', () => {}); // findJava checked the command; the JVM's own failures show as its exit (onNodeExit)
+    // A restart written just as the JVM dies fails with EPIPE on this stream, and an unheard stream
+    // error would throw out of the event loop; the death itself shows as the exit (onNodeExit).
+    child.stdin?.on('error', () => {});
     this.stoppedOnPurpose.delete(node.nodeId);
     this.children.set(node.nodeId, child);
     child.once('exit', () => this.onNodeExit(node, child));
