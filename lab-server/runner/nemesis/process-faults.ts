@@ -12,7 +12,11 @@ const target = (ctx: NemesisContext, n: number) => ctx.program.slot(n) ?? ctx.pr
 /** What the report says of the unannounced kill (fault-plan.ts). */
 const UNANNOUNCED_NOTE = "unannounced: at a seeded moment after its wave, in no lab's list and aimed at no point";
 
-/** Tries again for a zombie that woke after its transaction's timeout (fault-obligations.ts). */
+/**
+ * Tries again for a zombie that woke after its transaction's timeout (fault-obligations.ts): its
+ * replacement took longer to take over than the program lets a transaction stay open. Once may be a
+ * passing slowness; twice is this machine's pace, and each try spends input later faults need.
+ */
 export const LATE_WAKE_REARMS = 1;
 
 /** How long a kill waits for the other instances to take the dead one's partitions over. */
@@ -139,8 +143,6 @@ export const zombieFault: FaultHandler = async (ctx, fault, wave) => {
   const expiresAt = await expiry;
   if (effect.firstVerdict() === 'refused' && expiresAt !== null && resumedAt >= expiresAt) {
     const late = ((resumedAt - expiresAt) / 1000).toFixed(1);
-    // The replacement took longer to take over than the program lets a transaction stay open:
-    // once may be a passing slowness; twice, this machine's pace, and the landing stands.
     return {
       withoutEffect: `${instance.id} (the zombie) woke ${late} s after its transaction's own transactionTimeout had run out, so the broker had already aborted it: its refused call says nothing about fencing`,
       rearmsAtMost: LATE_WAKE_REARMS,

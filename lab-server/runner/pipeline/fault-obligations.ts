@@ -58,8 +58,8 @@ export class FaultObligations {
     const uncounted = fault.disturbed ?? 0;
     if (record.landed === 'at-point') {
       // It hit its point, but what it exists to show did not get its chance (a zombie that crashed
-      // on waking): owed again like a disturbed fallback, within the same bound. Past the bound the
-      // landing stands, so a program whose zombie always dies that way is not held inconclusive.
+      // on waking): owed again like a disturbed fallback, within the bound its cause allows. Past
+      // it the landing stands, so a program whose zombie always ends that way is not held inconclusive.
       if (outcome && uncounted < (outcome.rearmsAtMost ?? MAX_DISTURBED_TRIES) && inputLeft) {
         queue.unshift({ ...fault, crashPoint: this.rearmPoint(fault), disturbed: uncounted + 1 });
         this.system(`${describe(aimed)} hit its point, but ${outcome.withoutEffect}: arming it again (not counted as a try).`);
