@@ -18,10 +18,11 @@ import { DatabasePool } from '../lab-server/db/pool.ts';
 const runs = Number(process.env.BENCH_DB_RUNS ?? 3);
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const cpu = (ms: number) => `${(ms / 1000).toFixed(2)} core-s`;
 const load = () => `[load average ${os.loadavg()[0]!.toFixed(1)}, ${os.cpus().length} cores]`;
 
 /** Starts one database, times it to the first answered query, runs a lab-sized workload, stops it. */
-async function measure(start: () => Promise<EmbeddedDatabase>): Promise<{ db: EmbeddedDatabase; startMs: number; loadedMb: number }> {
+async function measure(start: () => Promise<EmbeddedDatabase>): Promise<{ db: EmbeddedDatabase; startMs: number; loadedMb: number; workCpuMs: number }> {
   const started = Date.now();
   const db = await start();
   const client = new pg.Client(db.url);
@@ -39,10 +40,10 @@ async function measure(start: () => Promise<EmbeddedDatabase>): Promise<{ db: Em
     await client.query('COMMIT');
   }
   await client.query('SELECT count(*) FROM orders');
-  const loadedMb = (await db.currentRssMb()) ?? 0;
+  const stats = await db.currentStats();
   await client.end().catch(() => {});
   await db.stop();
-  return { db, startMs, loadedMb };
+  return { db, startMs, loadedMb: stats?.rssMb ?? 0, workCpuMs: stats ? stats.cpuMs - db.startCpuMs : 0 };
 }
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kafkaiq-bench-db-'));
@@ -51,20 +52,24 @@ try {
   const fresh = await measure(() => EmbeddedDatabase.start({ makeSnapshot: path.join(dir, 'pristine.tar') }));
   const snapshot = fresh.db.snapshot!;
   console.log(
-    `initdb start: to first query ${seconds(fresh.startMs)} (PGlite itself ${seconds(fresh.db.startMs)}), RSS ${fresh.db.rssMb} MB after start, ${fresh.loadedMb} MB after 1,000 inserts; snapshot ${(fs.statSync(snapshot.file).size / 1e6).toFixed(0)} MB  ${load()}`,
+    `initdb start: to first query ${seconds(fresh.startMs)} (PGlite itself ${seconds(fresh.db.startMs)}), RSS ${fresh.db.rssMb} MB after start, ${fresh.loadedMb} MB after 1,000 inserts; CPU ${cpu(fresh.db.startCpuMs)} to ready, ${cpu(fresh.workCpuMs)} for the inserts; snapshot ${(fs.statSync(snapshot.file).size / 1e6).toFixed(0)} MB  ${load()}`,
   );
 
   // 2. Restores from the snapshot: every attempt's database after the first.
   const starts: number[] = [];
   const rssStart: number[] = [];
   const rssLoaded: number[] = [];
+  const startCpu: number[] = [];
+  const workCpu: number[] = [];
   for (let i = 0; i < runs; i++) {
     const run = await measure(() => EmbeddedDatabase.start({ snapshot }));
     starts.push(run.startMs);
     rssStart.push(run.db.rssMb);
     rssLoaded.push(run.loadedMb);
+    startCpu.push(run.db.startCpuMs);
+    workCpu.push(run.workCpuMs);
     console.log(
-      `restore ${i + 1}: to first query ${seconds(run.startMs)} (PGlite itself ${seconds(run.db.startMs)}), RSS ${run.db.rssMb} MB after start, ${run.loadedMb} MB after 1,000 inserts  ${load()}`,
+      `restore ${i + 1}: to first query ${seconds(run.startMs)} (PGlite itself ${seconds(run.db.startMs)}), RSS ${run.db.rssMb} MB after start, ${run.loadedMb} MB after 1,000 inserts; CPU ${cpu(run.db.startCpuMs)} to ready, ${cpu(run.workCpuMs)} for the inserts  ${load()}`,
     );
   }
 
@@ -88,7 +93,7 @@ try {
   console.log(`pool: release + next attempt's acquire with one started ahead: ${waits.map((w) => `${w} ms`).join(', ')}`);
 
   console.log(
-    `embedded database per attempt: initdb start ${seconds(fresh.startMs)} / ${fresh.db.rssMb} MB (the pool's first only); restore from the pristine snapshot median ${seconds(median(starts))} (worst ${seconds(Math.max(...starts))}), RSS median ${median(rssStart)} MB after start, ${median(rssLoaded)} MB after a workload; an attempt's wait with one started ahead median ${median(waits)} ms`,
+    `embedded database per attempt: initdb start ${seconds(fresh.startMs)} / ${fresh.db.rssMb} MB (the pool's first only); restore from the pristine snapshot median ${seconds(median(starts))} (worst ${seconds(Math.max(...starts))}), RSS median ${median(rssStart)} MB after start, ${median(rssLoaded)} MB after a workload, CPU median ${cpu(median(startCpu))} to ready and ${cpu(median(workCpu))} for the workload; an attempt's wait with one started ahead median ${median(waits)} ms`,
   );
 } finally {
   fs.rmSync(dir, { recursive: true, force: true });

@@ -31,6 +31,12 @@ const exit = () => process.exit(0);
 process.on('disconnect', exit);
 process.stdin.on('end', exit).on('close', exit).on('error', exit).resume();
 
+/** This process's CPU time so far (user and system), in ms. */
+const cpuMs = () => {
+  const { user, system } = process.cpuUsage();
+  return Math.round((user + system) / 1000);
+};
+
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
 /**
@@ -74,7 +80,7 @@ async function main(): Promise<void> {
   const port = (server.address() as net.AddressInfo).port;
 
   process.on('message', (command: EmbeddedCommand) => {
-    if (command.t === 'stats') send({ t: 'done', id: command.id, ok: true, rssMb: Math.round(process.memoryUsage().rss / 1e6) });
+    if (command.t === 'stats') send({ t: 'done', id: command.id, ok: true, rssMb: Math.round(process.memoryUsage().rss / 1e6), cpuMs: cpuMs() });
   });
   send({
     t: 'ready',
@@ -82,6 +88,7 @@ async function main(): Promise<void> {
     password,
     startMs: Math.round(performance.now() - started),
     rssMb: Math.round(process.memoryUsage().rss / 1e6),
+    cpuMs: cpuMs(),
     ...(made ? { snapshot: made } : {}),
   });
 }
