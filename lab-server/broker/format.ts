@@ -10,7 +10,7 @@ import path from 'node:path';
 import { KafkaIqError } from '../../src/shared/errors.ts';
 import { displayPath } from '../core/paths.ts';
 import { BROKER_USER, GRADER_USER, kafkaSecret, passwordFor, secretFile } from '../kafka/credentials.ts';
-import { classpath } from './jvm-flags.ts';
+import { classpath, toolJvmFlags } from './jvm-flags.ts';
 import { serverProperties, type BrokerNode, type BrokerSecurity } from './server-properties.ts';
 
 export interface DataDirLayout {
@@ -34,7 +34,7 @@ export function formatIfNeeded(layout: DataDirLayout): void {
     fs.rmSync(configPath(node.nodeId), { force: true });
     fs.writeFileSync(configPath(node.nodeId), serverProperties(nodes, nodeDir, node, security), { mode: 0o600 });
     if (fs.existsSync(path.join(nodeDir(node.nodeId), 'meta.properties'))) continue;
-    const result = spawnSync(javaCommand, ['-cp', classpath(), 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', configPath(node.nodeId)], { encoding: 'utf8' });
+    const result = spawnSync(javaCommand, [...toolJvmFlags(), '-cp', classpath(), 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', configPath(node.nodeId)], { encoding: 'utf8' });
     if (result.status !== 0) {
       fs.writeFileSync(logPath(node.nodeId), `${result.stdout}\n${result.stderr}`);
       throw new KafkaIqError('BROKER_START_FAILED', `Formatting the Kafka log directory failed: see ${displayPath(logPath(node.nodeId))} (delete ${displayPath(dataDir)} to start afresh).`);

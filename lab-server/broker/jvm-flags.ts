@@ -38,6 +38,23 @@ export function brokerJvmArgs(node: { nodeId: number; heapMb: number; configPath
   ];
 }
 
+/**
+ * The broker runs with BrokerPatches' agent: a dump refuses an agent unless allowed, and an archive
+ * dumped so is used only with the same setting (else silently not at all, and a start takes twice
+ * as long). The class the agent edits stays out of the archive, edited at each start.
+ */
+const ARCHIVE_WITH_AGENT = ['-XX:+UnlockDiagnosticVMOptions', '-XX:+AllowArchivingWithJavaAgent'];
+
+/**
+ * The flags of a short-lived JVM of Kafka's own tools on these jars (`kafka-storage format` before
+ * a node's first start): C1 only, a small serial heap, and the brokers' class-data archive where it
+ * exists already (the tool's classes are mostly the broker's). With the JVM's defaults a format
+ * costs about 1.3 core-seconds; so about 0.7. Never writes the archive: only a broker node does.
+ */
+export function toolJvmFlags(): string[] {
+  return ['-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC', '-Xmx256m', ...mapArchiveFlags()];
+}
+
 /** The class-data archive of the broker's JVM (see classDataSharingFlags). */
 export function classArchiveFile(): string {
   return path.join(BROKER_LIB_DIR, 'kafka-classes.jsa');
@@ -50,12 +67,14 @@ export function classArchiveFile(): string {
  */
 function classDataSharingFlags(nodeId: number): string[] {
   if (process.env.KAFKAIQ_NO_CDS) return [];
-  const archive = classArchiveFile();
-  // The broker runs with BrokerPatches' agent: a dump refuses an agent unless allowed, and an
-  // archive dumped so is used only with the same setting (else silently not at all, and a start
-  // takes twice as long). The class the agent edits stays out of the archive, edited at each start.
-  const withAgent = ['-XX:+UnlockDiagnosticVMOptions', '-XX:+AllowArchivingWithJavaAgent'];
-  if (fs.existsSync(archive)) return [...withAgent, `-XX:SharedArchiveFile=${archive}`, '-Xshare:auto'];
+  const mapped = mapArchiveFlags();
+  if (mapped.length) return mapped;
   // One writer only: the nodes of a cluster would race on the same file.
-  return nodeId === 1 ? [...withAgent, `-XX:ArchiveClassesAtExit=${archive}`] : [];
+  return nodeId === 1 ? [...ARCHIVE_WITH_AGENT, `-XX:ArchiveClassesAtExit=${classArchiveFile()}`] : [];
+}
+
+/** The flags that map the archive; none while it does not exist yet (or with KAFKAIQ_NO_CDS). */
+function mapArchiveFlags(): string[] {
+  const archive = classArchiveFile();
+  return !process.env.KAFKAIQ_NO_CDS && fs.existsSync(archive) ? [...ARCHIVE_WITH_AGENT, `-XX:SharedArchiveFile=${archive}`, '-Xshare:auto'] : [];
 }
