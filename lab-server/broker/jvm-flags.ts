@@ -49,7 +49,7 @@ const ARCHIVE_WITH_AGENT = ['-XX:+UnlockDiagnosticVMOptions', '-XX:+AllowArchivi
  * The flags of a short-lived JVM of Kafka's own tools on these jars (`kafka-storage format` before
  * a node's first start): C1 only, a small serial heap, and the brokers' class-data archive where it
  * exists already (the tool's classes are mostly the broker's). With the JVM's defaults a format
- * costs about 1.3 core-seconds; so about 0.7. Never writes the archive: only a broker node does.
+ * costs about 1.3 core-seconds; so about 0.8. Never writes the archive: only a broker node does.
  */
 export function toolJvmFlags(): string[] {
   return ['-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC', '-Xmx256m', ...mapArchiveFlags()];
