@@ -61,8 +61,9 @@ describe('npm run dev', () => {
   it('shows a lesson edit in the browser within 5 s, then grades a lab there', async () => {
     const tab = await browser.newPage();
     // The first request compiles the page and lets Vite optimize its dependencies (which reloads
-    // the page once): done before the clock of the 5 s edit starts.
-    await tab.goto(`${server.url}/dev-loop-check/`);
+    // the page once): done before the clock of the 5 s edit starts. With the lanes grading beside
+    // it, that first compile has taken over 30 s (playwright's default for a navigation).
+    await tab.goto(`${server.url}/dev-loop-check/`, { timeout: 120_000 });
     await expect
       .poll(() => tab.locator('#marker').textContent({ timeout: 2_000 }).catch(() => null), { timeout: 120_000, message: server.log.slice(-15).join('\n') })
       .toBe('first version');
@@ -78,7 +79,7 @@ describe('npm run dev', () => {
     // starts, so no reload can come between setting it and the page reading it.
     await navigationsSettled(tab);
     await tab.addInitScript((code) => localStorage.setItem('kafkaiq:code:single-stage', code), fs.readFileSync(path.join(ROOT_DIR, 'labs/single-stage/solution.ts'), 'utf8'));
-    await tab.goto(`${server.url}/dev-loop-check/`);
+    await tab.goto(`${server.url}/dev-loop-check/`, { timeout: 60_000 });
     await lab(tab).scrollIntoViewIfNeeded();
     await lab(tab).locator('.monaco-editor').waitFor({ timeout: 120_000 });
     await expect.poll(() => lab(tab).getByRole('button', { name: 'Quick grade', exact: true }).isEnabled(), { timeout: 60_000 }).toBe(true);
