@@ -11,7 +11,7 @@ import type { Admin } from 'kafkajs';
 import { partitionOffsets } from '../lab-server/kafka/inspect.ts';
 import { testKafka, uniqueName } from './support/kafka.ts';
 import { Connection, initProducerIdV5, offsetFetchV9 } from '@platformatic/kafka';
-import { collect, graderLogin, PlatformaticClients, readValues } from './support/platformatic.ts';
+import { collect, graderLogin, PlatformaticClients, readValues, type StringMessage } from './support/platformatic.ts';
 import { testBrokers } from './support/brokers.ts';
 import { createTopics } from '../lab-server/kafka/topics.ts';
 
@@ -406,6 +406,40 @@ describe('KIP-447: the group generation fences a zombie', () => {
     await seed(input, ['in-window'], 0);
     await expect.poll(() => seen.length, { timeout: 2_500, interval: 20 }).toBe(2);
     expect(seen[1]).toEqual({ value: 'in-window', generation: assigned });
+    await stream.close().catch(() => undefined); // its group state is the made-up one
+  });
+
+  it('(i, patch) refuses at once the offset commit of records fetched after the member lost its membership', async () => {
+    // A heartbeat answered UNKNOWN_MEMBER_ID (a member frozen past its session timeout) clears the
+    // member id, and a fetch answered after that labels its records with none. Stock 2.12.1 sent
+    // their TxnOffsetCommit with a null member id, which the broker cannot read: it closes the
+    // connection, and the producer retried that without end (the zombie lab's solution in this
+    // client stalled until restarted, failing keeps-up, in 2 of 17 grades under load). The patch
+    // refuses it as the coordinator refuses a member it does not know. Heartbeats are 3 s apart,
+    // so none rejoins the group while the member id is cleared by hand.
+    const input = await newTopic('pk-no-member', 1);
+    const output = await newTopic('pk-no-member-out');
+    const consumer = clients.consumer(uniqueName('group-i'), { heartbeatInterval: 3_000 });
+    const seen: StringMessage[] = [];
+    const stream = await consumer.consume({ topics: [input], mode: 'committed', fallbackMode: 'earliest', autocommit: false });
+    stream.on('data', (m) => seen.push(m));
+    await seed(input, ['before'], 0);
+    await expect.poll(() => seen.length, { timeout: 15_000 }).toBe(1);
+    consumer.memberId = null as unknown as string; // what the heartbeat's UNKNOWN_MEMBER_ID does
+    await seed(input, ['after'], 0);
+    await expect.poll(() => seen.length, { timeout: 2_500, interval: 20 }).toBe(2);
+    expect(seen[1]!.metadata.consumer).toMatchObject({ memberId: null });
+
+    const producer = clients.producer(uniqueName('tx-no-member'));
+    const txn = await producer.beginTransaction();
+    await txn.send({ messages: [{ topic: output, key: 'k', value: 'never-committed', partition: 0 }] });
+    await txn.addConsumer(consumer);
+    const started = Date.now();
+    const refusal = await txn.addOffset(seen[1]!).then(() => null, (err: unknown) => err);
+    expect(describeFailure(refusal)).toMatch(/UNKNOWN_MEMBER_ID/);
+    expect(Date.now() - started).toBeLessThan(1_000);
+    await txn.abort();
+    expect(await readValues(clients, output, 'read_committed')).toEqual([]);
     await stream.close().catch(() => undefined); // its group state is the made-up one
   });
 });
