@@ -1,5 +1,5 @@
 /**
- * npm run bench:grader [-- --runs N --quick-runs N --labs a,b --solutions-only --skip-starters --skip-commands --only REGEX --parallel N --sweep --first-seed S --keep-reports]
+ * npm run bench:grader [-- --runs N --quick-runs N --labs a,b --solutions-only --skip-starters --skip-commands --only REGEX --parallel N --sweep --first-seed S --minutes M --keep-reports]
  * Grades every program of every lab (solution, starter, broken variants, command fixtures) N
  * times with seeds S..S+N-1 (S = 1 unless --first-seed), and the solution N more times with --quick,
  * then prints per program the verdict counts against what the lab folder expects, the median and
@@ -10,6 +10,9 @@
  * verdict prints the command that replays it; a broken variant with a `// full-plan:` line is
  * graded on the full plan for its quick seeds too, as CI grades it. --only: the programs whose fixture name (solution,
  * starter.platformatic, broken/x, cmd/y) matches the regular expression.
+ * --minutes: a load bench of that length. Grades are taken seed by seed across every row (each row's
+ * first seed, then each row's second, ...) and none starts once the time is up; rows print what
+ * they graded, and the last line counts the verdicts (pass, fail, inconclusive, error) and the wrong ones.
  * Wrong verdicts, and passes whose longest pause passed half keeps-up's bound, leave their
  * report in --failures-dir (.kafkaiq/bench-failures); with --keep-reports, right verdicts do too.
  * Prints figures; asserts nothing. With --parallel > 1 grades overlap (as in CI), so the times
@@ -46,6 +49,7 @@ const { values } = parseArgs({
     parallel: { type: 'string', default: '1' },
     'failures-dir': { type: 'string', default: '.kafkaiq/bench-failures' },
     'keep-reports': { type: 'boolean', default: false },
+    minutes: { type: 'string' },
   },
 });
 const sweep = values.sweep!;
@@ -53,6 +57,7 @@ const runs = Number(values.runs ?? (sweep ? 20 : 10));
 const quickRuns = Number(values['quick-runs'] ?? 10);
 const firstSeed = Number(values['first-seed']);
 const parallel = Math.max(1, Number(values.parallel));
+const deadline = values.minutes ? Date.now() + Number(values.minutes) * 60_000 : Infinity;
 const labs = values.labs ? values.labs.split(',') : listLabIds();
 // Each lab on the cluster it declares (the failover labs on the 3-node cluster, started on first use).
 const cluster = new ClusterPool();
@@ -94,11 +99,17 @@ for (const fixture of fixtures) {
 // variant restart the shared broker ten times at once). A group's rows end together, and print.
 const rowIndex = new Map(rows.map((row, i) => [row, i]));
 const groupOf = (row: Row) => Math.floor(rowIndex.get(row)! / parallel);
-jobs.sort((a, b) => groupOf(a.row) - groupOf(b.row) || a.seed - b.seed || rowIndex.get(a.row)! - rowIndex.get(b.row)!);
+// A load bench with a time limit takes every row's first seed before any row's second, so whatever
+// it reaches in the time covers every program.
+if (values.minutes) jobs.sort((a, b) => a.seed - b.seed || rowIndex.get(a.row)! - rowIndex.get(b.row)!);
+else jobs.sort((a, b) => groupOf(a.row) - groupOf(b.row) || a.seed - b.seed || rowIndex.get(a.row)! - rowIndex.get(b.row)!);
 
 const started = Date.now();
 const machineCpu = machineCpuSeconds();
-console.log(`${jobs.length} grades, ${parallel} at a time${parallel > 1 ? ' (times include the contention of overlapping grades)' : ''}\n`);
+console.log(`${values.minutes ? `for ${values.minutes} minutes, up to ` : ''}${jobs.length} grades, ${parallel} at a time${parallel > 1 ? ' (times include the contention of overlapping grades)' : ''}\n`);
+/** Every grade's verdict, and whether it was what the lab folder expects. */
+const verdicts = new Map<string, number>();
+let wrongGrades = 0;
 const print = (row: Row) => {
   const expected = row.fixture.expect === 'pass' ? 'pass' : `fail${row.fixture.check ? `:${row.fixture.check}` : ''}`;
   const got = [...row.got].map(([v, n]) => `${v} ${n}`).join(', ');
@@ -130,7 +141,7 @@ const programFile = (f: Fixture) => {
 const queue = [...jobs];
 await Promise.all(
   Array.from({ length: parallel }, async () => {
-    for (let job = queue.shift(); job; job = queue.shift()) {
+    for (let job = queue.shift(); job && Date.now() < deadline; job = queue.shift()) {
       const { row, seed } = job;
       const t0 = Date.now();
       let label: string;
@@ -154,6 +165,8 @@ await Promise.all(
         if (parallel === 1 && cpuBefore !== null && cpuAfter !== null) row.cpu.push(cpuAfter - cpuBefore);
         if (report.stats.phases) row.phases.push(phaseTotals(report.stats.phases));
         const judged = judgeFixture(row.fixture, report);
+        verdicts.set(report.verdict, (verdicts.get(report.verdict) ?? 0) + 1);
+        if (!judged.ok) wrongGrades++;
         if (report.stats.longestStallMs !== undefined) row.stalls.push(report.stats.longestStallMs);
         // A right verdict whose longest pause came near keeps-up's bound is kept too: it is the
         // measurement the bound rests on, and the timeline shows what the program was waiting for.
@@ -174,6 +187,8 @@ await Promise.all(
         }
         label = `${judged.got}${judged.ok ? '' : ` [seed ${seed}]`}`;
       } catch (err) {
+        verdicts.set('error', (verdicts.get('error') ?? 0) + 1);
+        wrongGrades++;
         label = `error: ${describeError(err)} [seed ${seed}]`;
       }
       row.times.push(Date.now() - t0);
@@ -182,6 +197,10 @@ await Promise.all(
     }
   }),
 );
+// Under --minutes most rows end part-way: print what each graded.
+if (values.minutes) for (const row of rows) if (row.times.length > 0 && row.times.length < row.runs) print(row);
+const graded = rows.reduce((n, row) => n + row.times.length, 0);
+console.log(`\nVerdicts of ${graded} grades: ${(['pass', 'fail', 'inconclusive', 'error'] as const).map((v) => `${v} ${verdicts.get(v) ?? 0}`).join(', ')}; wrong ${wrongGrades}.`);
 const cpuTotal = machineCpu === null ? null : (machineCpuSeconds() ?? machineCpu) - machineCpu;
-console.log(`\nTotal ${((Date.now() - started) / 60_000).toFixed(1)} min${cpuTotal === null ? '' : `, ${cpuTotal.toFixed(0)} core-seconds (${(cpuTotal / jobs.length).toFixed(1)} per grade, whole machine)`}. Wrong: ${rows.filter((r) => r.right < r.runs).length} of ${rows.length} program rows.`);
+console.log(`\nTotal ${((Date.now() - started) / 60_000).toFixed(1)} min${cpuTotal === null ? '' : `, ${cpuTotal.toFixed(0)} core-seconds (${(cpuTotal / Math.max(1, graded)).toFixed(1)} per grade, whole machine)`}. Wrong: ${rows.filter((r) => r.right < r.times.length).length} of ${rows.filter((r) => r.times.length > 0).length} program rows.`);
 await cluster.close();
