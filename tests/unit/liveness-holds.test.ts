@@ -117,6 +117,30 @@ describe('a transaction held at the end', () => {
     expect(await timedOut.liveness.transactionsHeldAtEnd()).toEqual([expect.stringMatching(/never commits or aborts it \(the broker has since aborted it at its transaction timeout\)$/)]);
   });
 
+  it('counts one that exits within the window (a crash, no fault is injected then) with records in a transaction it never ended', async () => {
+    // Seen in a load bench: a program that never commits held its transaction when the time limit
+    // came, then crashed on another grade's broker restart; its transaction was the coordinator's
+    // to end at its timeout, and no-hanging-transactions had passed.
+    const crashed = grade();
+    crashed.slot.txnOpen = true;
+    crashed.instance.transactionWithRecordsOpen = true;
+    setTimeout(() => (crashed.instance.alive = false), 200);
+    expect(await crashed.liveness.transactionsHeldAtEnd()).toEqual([expect.stringMatching(/^i1 held a transaction open after the work was done and exited without ending it/)]);
+
+    // Its innocent twins: one that ended its transaction before it exited, and one whose open
+    // transaction held no records (nothing it wrote is held back).
+    for (const [ended, records] of [[true, true], [false, false]] as const) {
+      const exited = grade();
+      exited.slot.txnOpen = true;
+      exited.instance.transactionWithRecordsOpen = records;
+      setTimeout(() => {
+        if (ended) exited.instance.transactionWithRecordsOpen = false;
+        exited.instance.alive = false;
+      }, 200);
+      expect(await exited.liveness.transactionsHeldAtEnd()).toEqual([]);
+    }
+  });
+
   it('does not count one that holds no records (offsets only, or opened ahead of the next batch) and that the broker does not show', async () => {
     const empty = grade();
     empty.slot.txnOpen = true;

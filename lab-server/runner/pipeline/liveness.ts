@@ -216,11 +216,14 @@ export class PipelineLiveness {
    * Live instances that still hold a transaction open once the work is over (our wrapper says so):
    * a transaction the program itself never ends. Held means held the whole time: a program still
    * at work (the time limit may have come mid-batch) commits within the window and drops out; one
-   * that never ends its transaction stays.
+   * that never ends its transaction stays. So does one that exits within the window (a crash: no
+   * fault is injected now) with records in a transaction it never ended: it held the transaction
+   * when the work was done, and its exit leaves it to the coordinator's timeout, not ended.
    */
   async transactionsHeldAtEnd(): Promise<string[]> {
     const holding = () => [...this.src.supervisor.slots.values()].filter((s) => s.current.alive && s.txnOpen);
     let held = new Set(holding());
+    const holdersAtEnd = [...held].map((s) => s.current);
     // Three seconds for one that sits between calls; an instance inside a client call (a commit
     // or a send its client is still retrying, slow on a loaded machine or while the group
     // rebalances) is ending its transaction, not holding it: it gets until the call returns,
@@ -232,8 +235,13 @@ export class PipelineLiveness {
       const now = new Set(holding());
       held = new Set([...held].filter((s) => now.has(s)));
     }
+    const at = (this.src.attempt.elapsed() / 1000).toFixed(1);
+    // The relay's view only (wire truth): records written in a transaction the instance never ended.
+    const exitedHolding = holdersAtEnd
+      .filter((instance) => !instance.alive && instance.transactionWithRecordsOpen === true)
+      .map((instance) => `${instance.id} held a transaction open after the work was done and exited without ending it (+${at} s): it never commits or aborts it`);
     const holdingThroughout = () => [...held].filter((s) => s.current.alive && s.txnOpen);
-    if (!holdingThroughout().length) return [];
+    if (!holdingThroughout().length) return exitedHolding;
     // Only a transaction that holds readers back counts: an empty one opened ahead of the next
     // batch blocks nobody. The broker shows one; or the relay saw the instance write records in a
     // transaction it never ended, which the broker no longer shows only because the coordinator
@@ -241,12 +249,11 @@ export class PipelineLiveness {
     // word (its wrapper, without a sandbox) is never proof on its own.
     const brokerShowsOne = (await this.src.brokerSaysTransactionOpen()) === true;
     const counted = holdingThroughout().filter((s) => brokerShowsOne || s.current.transactionWithRecordsOpen === true);
-    const at = (this.src.attempt.elapsed() / 1000).toFixed(1);
     const timedOut = brokerShowsOne ? '' : ' (the broker has since aborted it at its transaction timeout)';
-    return counted.map((s) =>
+    return [...exitedHolding, ...counted.map((s) =>
       s.callInFlight
         ? `${s.current.id} still holds a transaction open after the work was done (+${at} s): its ${s.callInFlight} call has not returned in ${IN_CALL_GRACE_MS / 1000} s${timedOut}`
         : `${s.current.id} still holds a transaction open after the work was done (+${at} s): it never commits or aborts it${timedOut}`,
-    );
+    )];
   }
 }
