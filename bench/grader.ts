@@ -114,7 +114,7 @@ const print = (row: Row) => {
   const expected = row.fixture.expect === 'pass' ? 'pass' : `fail${row.fixture.check ? `:${row.fixture.check}` : ''}`;
   const got = [...row.got].map(([v, n]) => `${v} ${n}`).join(', ');
   console.log(
-    `${`${row.fixture.lab}/${row.fixture.program}`.padEnd(44)} ${row.mode.padEnd(5)} expect ${expected.padEnd(28)} right ${String(row.right).padStart(2)}/${row.runs}` +
+    `${`${row.fixture.lab}/${row.fixture.program}`.padEnd(44)} ${row.mode.padEnd(5)} expect ${expected.padEnd(28)} right ${String(row.right).padStart(2)}/${row.times.length}` +
       `  median ${(median(row.times) / 1000).toFixed(1).padStart(5)} s  worst ${(Math.max(...row.times) / 1000).toFixed(1).padStart(5)} s` +
       `  longest stall ${row.stalls.length ? `${(Math.max(...row.stalls) / 1000).toFixed(1).padStart(4)} s` : '   - '}  got ${got}`,
   );
