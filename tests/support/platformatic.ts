@@ -10,8 +10,12 @@ import {
   stringSerializers,
   type Message,
 } from '@platformatic/kafka';
-import { uniqueName } from './kafka.ts';
+import type { Admin } from 'kafkajs';
+import { afterAll, beforeAll } from 'vitest';
+import { testKafka, uniqueName } from './kafka.ts';
+import { testBrokers } from './brokers.ts';
 import { graderSasl } from '../../lab-server/kafka/credentials.ts';
+import { createTopics } from '../../lab-server/kafka/topics.ts';
 
 /** The grader's login in this client's terms: the broker takes SASL/PLAIN only. */
 export function graderLogin() {
@@ -107,4 +111,49 @@ export async function collect(consumer: Consumer<string, string, string, string>
   const stream = await consumer.consume({ topics: [topic], mode: 'committed', fallbackMode: 'earliest', autocommit: false });
   stream.on('data', (m: StringMessage) => messages.push(m));
   return { messages, stream };
+}
+
+/** What an error says about itself: the broker's error codes sit in `errors[]` of a ProtocolError. */
+export function describeFailure(err: unknown): string {
+  const e = err as { message?: string; code?: string; apiCode?: number; apiId?: string; errors?: unknown[] };
+  const nested = (e.errors ?? []).map(describeFailure).join(' ');
+  return `${e.code ?? ''} ${e.apiId ?? ''} ${e.message ?? String(err)} ${nested}`;
+}
+
+/**
+ * A test file on @platformatic/kafka: its clients (closed after the file's tests), and kafkajs's
+ * admin only to observe the broker (topic creation, committed offsets). Call at the top level.
+ */
+export function platformaticSuite(clientId: string) {
+  const kafka = testKafka(clientId);
+  const brokers = testBrokers();
+  const clients = new PlatformaticClients(brokers);
+  let admin: Admin;
+  beforeAll(async () => {
+    admin = kafka.admin();
+    await admin.connect();
+  });
+  afterAll(async () => {
+    await clients.closeAll();
+    await admin.disconnect();
+  });
+  return {
+    kafka,
+    brokers,
+    clients,
+    async newTopic(prefix: string, numPartitions = 1): Promise<string> {
+      const topic = uniqueName(prefix);
+      // The grader's own helper: it retries while a busy broker's metadata lags behind the creation.
+      await createTopics(kafka, [{ topic, numPartitions }]);
+      return topic;
+    },
+    /** Writes committed records with a transactional producer of the new client. */
+    async seed(topic: string, values: string[], partition = 0): Promise<void> {
+      const producer = clients.producer(uniqueName('seed'));
+      const txn = await producer.beginTransaction();
+      await txn.send({ messages: values.map((value) => ({ topic, key: 'k', value, partition })) });
+      await txn.commit();
+    },
+    committedOffsets: async (groupId: string, topic: string) => (await admin.fetchOffsets({ groupId, topics: [topic] }))[0]!.partitions.map((p) => p.offset),
+  };
 }
