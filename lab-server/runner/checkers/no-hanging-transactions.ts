@@ -2,9 +2,8 @@
  * no-hanging-transactions: a transaction is hanging when a live instance still holds it at the
  * end (or held it then and exited without ending it), or held it through a whole stall until the
  * grader restarted it, or when it outlived its own timeout. One a stopped instance left inside its
- * timeout otherwise is the
- * coordinator's to end (the grader waited for that, bounded), and blocks the output meanwhile
- * (no-loss says so).
+ * timeout otherwise is the coordinator's to end (the grader waited for that, bounded), and blocks
+ * the output meanwhile (no-loss says so).
  */
 import type { Checker } from './contract.ts';
 import { checkResult } from './result.ts';
