@@ -177,12 +177,21 @@ export interface FixtureQueue {
 }
 
 /**
- * The order fixtures are graded in: the 3-node cluster's first, so its three JVMs can stop once
- * they are graded (releaseThreeNodes); then the rest. Within each, programs that must pass take the
- * full plan: they start first so the slowest finish early.
+ * The checks a program can fail only by stalling: before it can say so, the grader waits out the
+ * lab's stall bound at least once (or its time limit), so such a fixture is among the slowest of
+ * the programs that must fail.
  */
-export function fixtureRank(fixture: Pick<Fixture, 'threeNodes' | 'expect'>): number {
-  return (fixture.threeNodes ? 0 : 2) + (fixture.expect === 'pass' ? 0 : 1);
+const STALL_CHECKS: ReadonlySet<CheckName> = new Set<CheckName>(['keeps-up', 'no-hanging-transactions']);
+
+/**
+ * The order fixtures are graded in: the 3-node cluster's first, so its three JVMs can stop once
+ * they are graded (releaseThreeNodes); then the rest. Within each, the slowest first, so that none
+ * of them is left to run alone at the end while the other graders idle: programs that must pass
+ * (the full plan), then programs that must fail by stalling, then the other programs that must fail.
+ */
+export function fixtureRank(fixture: Pick<Fixture, 'threeNodes' | 'expect' | 'check'>): number {
+  const slowness = fixture.expect === 'pass' ? 0 : fixture.check && STALL_CHECKS.has(fixture.check) ? 1 : 2;
+  return (fixture.threeNodes ? 0 : 3) + slowness;
 }
 
 /**
