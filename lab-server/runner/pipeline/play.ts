@@ -4,7 +4,6 @@
  * liveness restart for a program stuck past keeps-up's bound, then settling until the work is
  * accounted for, and the transactions stopped instances left for the coordinator to resolve.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { FaultRecord } from '../../../src/shared/report.ts';
 import { waitForStableGroup as waitForGroup } from '../../kafka/group-wait.ts';
 import { FaultPastTimeLimit } from '../driver/until-deadline.ts';
@@ -239,7 +238,7 @@ async function settle(s: PlannedPipeline): Promise<boolean> {
       ctx.log.system(`No progress for ${quietMs / 1000} s with ${progress.processed}/${expected} inputs processed: verifying now.`);
       return true;
     }
-    await sleep(200);
+    await progress.nextPoll(200);
   }
   return false;
 }

@@ -38,7 +38,10 @@ export function pipelineSupervisor(scenario: Pick<PipelineState, 'attempt' | 'st
         scenario.stallWatch.noteEvent(instance.id, event);
         // A commit is work getting done even when the group's offsets have not moved yet (a slow
         // machine, retries after a broker restart): it keeps the settle phase from giving up early.
-        if (event.t === 'call' && (event.point === 'after:commit' || event.point === 'after:db-commit') && attempt.phase === 'settling') scenario.progressTracker.lastActivityAt = Date.now();
+        if (event.t === 'call' && (event.point === 'after:commit' || event.point === 'after:db-commit')) {
+          if (attempt.phase === 'settling') scenario.progressTracker.lastActivityAt = Date.now();
+          scenario.progressTracker.committed();
+        }
         if (event.t === 'call' && event.point === 'after:commit') history.mark('commit', instance.id);
         if (event.t === 'call' && event.point === 'after:commit' && event.transactionalId && (event.records ?? 0) > 0 && scenario.committingProducers.size < 256) scenario.committingProducers.add(event.transactionalId);
         if (event.t === 'call' && event.point === 'after:db-commit') history.mark('commit', instance.id, 'database');

@@ -1,7 +1,8 @@
 /**
  * How far a pipeline program got: the committed inputs its group's offsets (or its database rows)
  * cover, and for multi-stage labs whether the later stages caught up. Polled every 300 ms for the
- * progress bar, the settle phase and the waits between faults.
+ * progress bar, the settle phase and the waits between faults; and at once when the program commits
+ * while the grade waits on its progress, so that the grade goes on as soon as the offsets show it.
  */
 import { bestEffort } from '../../core/best-effort.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -76,6 +77,10 @@ export class PipelineProgress {
   private outputSignature = '';
   private polling = false;
   private polls = 0;
+  /** A commit came while a poll was under way (it may have read the offsets before it): poll again. */
+  private pollAgain = false;
+  /** Waits on the next poll (waitFor, settling): while any runs, a commit is polled at once. */
+  private readonly waiters = new Set<() => void>();
   private admin: Admin | null = null;
   private probeOf: OffsetsProbe | null = null;
   private readonly stages = { signature: '', changedAt: Date.now(), caughtUp: false, polls: 0 };
@@ -112,9 +117,35 @@ export class PipelineProgress {
     return this.processed;
   }
 
+  /**
+   * The program committed (offsets, or its database transaction). While the grade waits on its
+   * progress, poll now rather than at the next tick: a fault's wait for its wave, and settling, end
+   * up to a tick sooner each. Nobody waiting, the tick will do: each poll is requests to a broker
+   * other attempts share.
+   */
+  committed(): void {
+    if (this.waiters.size === 0) return;
+    if (this.polling) this.pollAgain = true;
+    else void this.poll();
+  }
+
+  /** Resolves when the next poll ends, or after `maxMs`; meanwhile a commit is polled at once. */
+  nextPoll(maxMs: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.waiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, maxMs);
+      this.waiters.add(done);
+    });
+  }
+
   async poll(): Promise<void> {
     if (this.polling) return; // the previous poll is still waiting on the broker
     this.polling = true;
+    this.pollAgain = false;
     try {
       const written = this.src.written();
       let processed = 0;
@@ -147,6 +178,9 @@ export class PipelineProgress {
     } finally {
       this.polling = false;
       this.polls++;
+      const again = this.pollAgain && this.waiters.size > 0;
+      for (const wake of [...this.waiters]) wake();
+      if (again) void this.poll();
     }
   }
 
@@ -248,7 +282,7 @@ export class PipelineProgress {
     // Wrote output since its latest (re)start, no transaction open, and nothing moved since.
     const idleAfterWork = () =>
       this.outputMovedAt > this.lastStartAt && !this.outputOpen && !this.src.transactionOpen() && Date.now() - Math.max(this.outputMovedAt, this.lastActivityAt) >= IDLE_AFTER_WORK_MS;
-    while (Date.now() < until && this.processed < target && !idleAfterWork() && !stuck()) await sleep(100);
+    while (Date.now() < until && this.processed < target && !idleAfterWork() && !stuck()) await this.nextPoll(100);
     // Multi-stage: the later stages too (a retried batch of the last stage, say), so the next
     // fault does not cut short what the previous one set up. Judged by a poll that started after
     // the first stage was done; a pipeline that never catches up costs at most 5 s here.
