@@ -45,4 +45,21 @@ describe('the progress of a pipeline program', () => {
     const waited = await timed(() => progress.nextPoll(300));
     expect(waited).toBeGreaterThanOrEqual(290);
   });
+
+  it('polls for commits at most every 100 ms, however fast a program commits', async () => {
+    const progress = progressWithoutTopics();
+    const first = progress.nextPoll(2_000);
+    progress.committed();
+    await first;
+    // A program committing in a loop: the next poll waits out the gap after the last one.
+    const waited = await timed(async () => {
+      const next = progress.nextPoll(2_000);
+      progress.committed();
+      progress.committed();
+      await next;
+    });
+    expect(waited).toBeGreaterThanOrEqual(90);
+    expect(waited).toBeLessThan(1_000);
+    await progress.close();
+  });
 });
