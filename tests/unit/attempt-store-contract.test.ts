@@ -143,7 +143,7 @@ describe.each(engines)('the attempt store on %s', (engine, make) => {
     const alive = await one.gradeStarted('learner-g', grade);
     const dead = await one.gradeStarted('learner-g', { ...grade, lab: 'copy' });
     // The window is wide so that a busy machine's pause between touching and reaping (the unit
-    // tier shares its cores with brokers) cannot make the touched grade look stale.
+    // tier runs four files at a time on two cores) cannot make the touched grade look stale.
     await new Promise((resolve) => setTimeout(resolve, STALE_MS + 100));
     await one.gradesAlive([alive]);
     // Both servers look at once: the untouched grade becomes one attempt, the touched one is left alone.

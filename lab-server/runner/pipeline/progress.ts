@@ -30,8 +30,8 @@ const DATABASE_FED_RESTARTED_QUIET_MS = 6_000;
 const IDLE_AFTER_WORK_MS = 3_000;
 /**
  * The least time between the end of one poll and a poll a commit asks for. A program committing
- * in a tight loop (empty transactions, say) must not drive the grader's requests, which no quota
- * of the attempt's bounds, faster than this.
+ * in a tight loop (empty transactions, say) must not drive the grader's requests, which none of the
+ * attempt's quotas bound, faster than this.
  */
 const COMMIT_POLL_GAP_MS = 100;
 
